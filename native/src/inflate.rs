@@ -1,0 +1,128 @@
+//! zlib inflate for pack entries. Whole-buffer inflate (libdeflate) when the entry's inflated
+//! size is known and small enough to hold; a streaming inflater (zlib-rs) for the rest.
+
+use libdeflate_sys::{
+    libdeflate_alloc_decompressor, libdeflate_decompressor, libdeflate_free_decompressor,
+    libdeflate_zlib_decompress_ex,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InflateFailure {
+    /// Not a valid zlib stream, or it runs past the end of the input given.
+    Corrupt,
+    /// The stream ended before producing the declared number of bytes.
+    Short,
+    /// The stream produces more than the declared number of bytes.
+    Long,
+}
+
+impl InflateFailure {
+    pub fn describe(self, declared: u64) -> String {
+        match self {
+            InflateFailure::Corrupt => "corrupt or truncated zlib stream".to_string(),
+            InflateFailure::Short => format!("zlib stream inflates to fewer bytes than the declared size {declared}"),
+            InflateFailure::Long => format!("zlib stream inflates to more bytes than the declared size {declared}"),
+        }
+    }
+}
+
+pub struct Inflater {
+    whole: *mut libdeflate_decompressor,
+    pub stream: flate2::Decompress,
+}
+
+// The decompressor is owned by one Inflater and only used through &mut self.
+unsafe impl Send for Inflater {}
+
+impl Default for Inflater {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Inflater {
+    pub fn new() -> Self {
+        // SAFETY: plain allocation; checked for null below.
+        let whole = unsafe { libdeflate_alloc_decompressor() };
+        assert!(!whole.is_null(), "out of memory allocating a decompressor");
+        Inflater { whole, stream: flate2::Decompress::new(true) }
+    }
+
+    /// Inflate the zlib stream at the start of `input` into exactly `out.len()` bytes.
+    /// Returns how many input bytes the stream occupies.
+    pub fn inflate_exact(&mut self, input: &[u8], out: &mut [u8]) -> Result<usize, InflateFailure> {
+        let mut consumed = 0usize;
+        // SAFETY: both buffers are valid for the lengths passed; libdeflate reads at most
+        // input.len() bytes and writes at most out.len() bytes.
+        let rc = unsafe {
+            libdeflate_zlib_decompress_ex(
+                self.whole,
+                input.as_ptr().cast(),
+                input.len(),
+                out.as_mut_ptr().cast(),
+                out.len(),
+                &mut consumed,
+                std::ptr::null_mut(),
+            )
+        };
+        match rc {
+            0 => Ok(consumed),
+            2 => Err(InflateFailure::Short),
+            3 => Err(InflateFailure::Long),
+            _ => Err(InflateFailure::Corrupt),
+        }
+    }
+
+    /// Inflate into a new vector of exactly `size` bytes.
+    pub fn inflate_to_vec(&mut self, input: &[u8], size: usize) -> Result<(Vec<u8>, usize), InflateFailure> {
+        let mut out = vec![0u8; size];
+        let used = self.inflate_exact(input, &mut out)?;
+        Ok((out, used))
+    }
+}
+
+impl Drop for Inflater {
+    fn drop(&mut self) {
+        // SAFETY: allocated in new() and freed exactly once.
+        unsafe { libdeflate_free_decompressor(self.whole) };
+    }
+}
+
+/// Whether `input` starts like a zlib stream Git would write (deflate, no preset dictionary,
+/// valid header check bits). Cheap filter before attempting to inflate at a guessed offset.
+pub fn looks_like_zlib(input: &[u8]) -> bool {
+    match input {
+        [cmf, flg, ..] => {
+            cmf & 0x0f == 8 && cmf >> 4 <= 7 && flg & 0x20 == 0 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn deflate(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn exact_sizes_and_failures() {
+        let data = b"hello hello hello hello".repeat(10);
+        let mut z = deflate(&data);
+        let zlen = z.len();
+        z.extend_from_slice(b"trailing bytes of the next entry");
+        let mut inf = Inflater::new();
+        let (out, used) = inf.inflate_to_vec(&z, data.len()).unwrap();
+        assert_eq!((out.as_slice(), used), (data.as_slice(), zlen));
+        assert_eq!(inf.inflate_to_vec(&z, data.len() + 1).unwrap_err(), InflateFailure::Short);
+        assert_eq!(inf.inflate_to_vec(&z, data.len() - 1).unwrap_err(), InflateFailure::Long);
+        assert_eq!(inf.inflate_to_vec(&z[..zlen - 3], data.len()).unwrap_err(), InflateFailure::Corrupt);
+        assert!(looks_like_zlib(&z));
+        assert!(!looks_like_zlib(b"PACK"));
+    }
+}

@@ -1,0 +1,151 @@
+//! packorder._native: module registration and the mapping of errors to Python.
+
+pub mod delta;
+pub mod entry;
+pub mod error;
+pub mod hash;
+pub mod inflate;
+pub mod progress;
+mod py_index;
+pub mod resolve;
+pub mod scan;
+pub mod source;
+pub mod table;
+pub mod thin;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+pyo3::create_exception!(_native, PackFormatError, pyo3::exceptions::PyException);
+
+/// Give freed heap pages back to the system between phases. Worker threads free into
+/// per-thread malloc arenas that glibc otherwise keeps resident.
+pub(crate) fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim has no preconditions.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+/// Make glibc's malloc keep less freed memory resident, for a process about to index a pack:
+/// one arena for all threads (worker threads otherwise free into arenas of their own, which
+/// stay resident) and trimming above 1 MiB. Measured on redis' pack: peak RSS 57 -> 42 MiB at
+/// the same speed. Process-wide, so only the command line calls it, before any thread starts.
+#[pyfunction]
+fn tune_allocator() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn mallopt(param: i32, value: i32) -> i32;
+        }
+        const M_TRIM_THRESHOLD: i32 = -1;
+        const M_ARENA_MAX: i32 = -8;
+        // SAFETY: mallopt only changes allocator parameters.
+        unsafe { mallopt(M_ARENA_MAX, 1) == 1 && mallopt(M_TRIM_THRESHOLD, 1 << 20) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
+/// PackFormatError(message, offset-or-None).
+pub(crate) fn to_py_err(e: error::PackError) -> PyErr {
+    PackFormatError::new_err((e.message, e.offset))
+}
+
+/// The id of an object of type `kind` (1-4) with content `data`.
+#[pyfunction]
+#[pyo3(signature = (kind, data, detect_collisions=true))]
+fn object_id<'py>(py: Python<'py>, kind: u8, data: &[u8], detect_collisions: bool) -> PyResult<Bound<'py, PyBytes>> {
+    let id = py.detach(|| hash::object_id(kind, data, detect_collisions, 0)).map_err(to_py_err)?;
+    Ok(PyBytes::new(py, &id))
+}
+
+/// Apply a Git delta to `base`; raises PackFormatError on a malformed delta.
+#[pyfunction]
+fn apply_delta<'py>(py: Python<'py>, base: &[u8], delta: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let out = py.detach(|| delta::apply_delta(base, delta, 0, u64::MAX)).map_err(to_py_err)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Parse an entry header at pack offset `offset` from `buf`:
+/// (kind, size, header_len, base offset or None, base id or None); None if `buf` is too short.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn parse_entry_header<'py>(
+    py: Python<'py>,
+    buf: &[u8],
+    offset: u64,
+) -> PyResult<Option<(u8, u64, usize, Option<u64>, Option<Bound<'py, PyBytes>>)>> {
+    let h = entry::parse_header(buf, offset).map_err(to_py_err)?;
+    Ok(h.map(|h| {
+        let (ofs, id) = match h.base {
+            entry::BaseRef::None => (None, None),
+            entry::BaseRef::Offset(o) => (Some(o), None),
+            entry::BaseRef::Id(id) => (None, Some(PyBytes::new(py, &id))),
+        };
+        (h.kind, h.size, h.header_len, ofs, id)
+    }))
+}
+
+/// Encode an entry header: the type/size varint, plus the OFS_DELTA distance when given.
+#[pyfunction]
+#[pyo3(signature = (kind, size, ofs_distance=None))]
+fn encode_entry_header<'py>(py: Python<'py>, kind: u8, size: u64, ofs_distance: Option<u64>) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(20);
+    entry::encode_type_size(kind, size, &mut out);
+    if let Some(rel) = ofs_distance {
+        entry::encode_ofs(rel, &mut out);
+    }
+    PyBytes::new(py, &out)
+}
+
+/// Plain SHA-1 of file contents (idx and rev trailers), without loading OpenSSL into the process.
+#[pyclass(module = "packorder._native")]
+#[derive(Default)]
+struct Sha1(hash::FileChecksum);
+
+#[pymethods]
+impl Sha1 {
+    #[new]
+    fn new() -> Self {
+        Sha1::default()
+    }
+
+    /// Hash any contiguous bytes-like object (bytes, bytearray, memoryview).
+    fn update(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let buf = pyo3::buffer::PyBuffer::<u8>::get(data)?;
+        if !buf.is_c_contiguous() {
+            return Err(pyo3::exceptions::PyValueError::new_err("buffer is not contiguous"));
+        }
+        // SAFETY: a contiguous buffer of len_bytes() bytes, kept alive and exported (so not
+        // resized) by `buf` for the duration of the call.
+        let slice = unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, buf.len_bytes()) };
+        py.detach(|| self.0.update(slice));
+        Ok(())
+    }
+
+    fn digest<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.0.clone().finish())
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("PackFormatError", m.py().get_type::<PackFormatError>())?;
+    m.add_class::<py_index::PackIndexer>()?;
+    m.add_class::<Sha1>()?;
+    m.add_function(wrap_pyfunction!(object_id, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
+    m.add_function(wrap_pyfunction!(apply_delta, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_entry_header, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_entry_header, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,506 @@
+//! The second pass: resolve every delta from its base, in parallel.
+//!
+//! Each base with children is one node of the delta forest. Its data is kept exactly while
+//! some child still has to be applied to it: a counter of pending children releases it on the
+//! last one. Independently, a memory budget caps what all kept bases hold together; above it
+//! the oldest kept bases are evicted (never the newest, so a single object larger than the
+//! budget still works), and a child whose base was evicted rebuilds it from the nearest
+//! ancestor that still has its data, or from the chain's root in the pack.
+//!
+//! Work is spread by rayon's work stealing at the granularity of one delta, so one huge delta
+//! family does not serialize on one thread as it does in Git (which splits work by root).
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use rayon::prelude::*;
+
+use crate::delta::{apply_delta, apply_delta_into};
+use crate::entry::{is_delta, ObjectId};
+use crate::error::{PackError, Result};
+use crate::hash::object_id;
+use crate::inflate::Inflater;
+use crate::progress::Progress;
+use crate::source::PackFile;
+use crate::table::{ref_children, Table};
+
+/// Compressed entries larger than this are inflated in chunks rather than read whole.
+const WHOLE_READ_LIMIT: u64 = 64 << 20;
+
+pub struct ResolveOptions {
+    /// Bytes all kept bases may hold together.
+    pub budget: u64,
+    /// Largest object we agree to materialize (physical memory).
+    pub object_limit: u64,
+    pub detect_collisions: bool,
+}
+
+#[derive(Default, Debug, Clone, Copy)]
+pub struct ResolveStats {
+    pub resolved: u64,
+    pub base_inflations: u64,
+    pub delta_inflations: u64,
+    pub rebuilds: u64,
+    pub evictions: u64,
+    pub peak_kept: u64,
+}
+
+/// A vector written at disjoint indices by several threads. Each index is written by the one
+/// task that claimed the entry (see `claimed`), before any task that reads it is spawned.
+struct Disjoint<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+unsafe impl<T: Send> Send for Disjoint<T> {}
+unsafe impl<T: Send> Sync for Disjoint<T> {}
+
+impl<T: Copy> Disjoint<T> {
+    fn new(v: &mut [T]) -> Self {
+        Disjoint { ptr: v.as_mut_ptr(), len: v.len() }
+    }
+
+    fn set(&self, i: usize, value: T) {
+        assert!(i < self.len);
+        // SAFETY: in bounds; only the claiming task writes index i, and nobody reads it before.
+        unsafe { self.ptr.add(i).write(value) }
+    }
+
+    fn get(&self, i: usize) -> T {
+        assert!(i < self.len);
+        // SAFETY: in bounds; index i was written before this reader was spawned.
+        unsafe { self.ptr.add(i).read() }
+    }
+}
+
+struct Base {
+    entry: u32,
+    kind: u8,
+    parent: Option<Arc<Base>>,
+    data: Mutex<Option<Arc<Vec<u8>>>>,
+    pending: AtomicU32,
+}
+
+struct KeptBases {
+    budget: u64,
+    used: AtomicU64,
+    peak: AtomicU64,
+    evictions: AtomicU64,
+    /// How many bases hold data now.
+    count: AtomicU64,
+    order: Mutex<VecDeque<Weak<Base>>>,
+}
+
+impl KeptBases {
+    fn keep(&self, base: &Arc<Base>, data: Arc<Vec<u8>>) {
+        let len = data.len() as u64;
+        {
+            let mut slot = base.data.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.is_some() {
+                return;
+            }
+            *slot = Some(data);
+        }
+        let used = self.used.fetch_add(len, Ordering::Relaxed) + len;
+        self.peak.fetch_max(used, Ordering::Relaxed);
+        let count = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        order.push_back(Arc::downgrade(base));
+        if used > self.budget {
+            self.evict(&mut order, base);
+        }
+        // Released bases leave stale entries behind; sweep them once they dominate.
+        if order.len() as u64 > 2 * count + 4096 {
+            order.retain(|w| w.upgrade().is_some_and(|b| b.data.try_lock().map(|d| d.is_some()).unwrap_or(true)));
+        }
+    }
+
+    /// Drop the oldest kept bases until under budget, sparing `newest`.
+    fn evict(&self, order: &mut VecDeque<Weak<Base>>, newest: &Arc<Base>) {
+        let mut tries = order.len();
+        while self.used.load(Ordering::Relaxed) > self.budget && tries > 0 {
+            tries -= 1;
+            let Some(weak) = order.pop_front() else { break };
+            let Some(b) = weak.upgrade() else { continue };
+            if Arc::ptr_eq(&b, newest) {
+                order.push_back(weak);
+                continue;
+            }
+            // A base being rebuilt right now is busy: leave it for later.
+            let Ok(mut slot) = b.data.try_lock() else {
+                order.push_back(weak);
+                continue;
+            };
+            if let Some(d) = slot.take() {
+                self.used.fetch_sub(d.len() as u64, Ordering::Relaxed);
+                self.count.fetch_sub(1, Ordering::Relaxed);
+                self.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn release(&self, base: &Base) {
+        let taken = base.data.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(d) = taken {
+            self.used.fetch_sub(d.len() as u64, Ordering::Relaxed);
+            self.count.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Per-thread buffers above this size are freed after use rather than kept for the next.
+const KEEP_BUFFER_LIMIT: usize = 1 << 20;
+
+thread_local! {
+    static INFLATER: RefCell<Inflater> = RefCell::new(Inflater::new());
+    static READ_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// A delta's inflated data, needed only while it is applied.
+    static DELTA_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// A resolved object: copied out only when it has children to keep it for.
+    static RESULT_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+fn release_if_large(buf: &mut Vec<u8>) {
+    if buf.capacity() > KEEP_BUFFER_LIMIT {
+        *buf = Vec::new();
+    }
+}
+
+struct Resolver<'a> {
+    pack: &'a PackFile,
+    table: &'a Table,
+    oids: Disjoint<ObjectId>,
+    real_kinds: Disjoint<u8>,
+    claimed: Vec<AtomicBool>,
+    child_start: &'a [u32],
+    child_list: &'a [u32],
+    refs: &'a [(ObjectId, u32)],
+    kept: KeptBases,
+    opts: &'a ResolveOptions,
+    progress: &'a Progress,
+    failure: Mutex<Option<PackError>>,
+    failed: AtomicBool,
+    base_inflations: AtomicU64,
+    delta_inflations: AtomicU64,
+    rebuilds: AtomicU64,
+    resolved: AtomicU64,
+}
+
+impl<'a> Resolver<'a> {
+    fn fail(&self, e: PackError) {
+        let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        if f.is_none() {
+            *f = Some(e);
+        }
+        self.failed.store(true, Ordering::Relaxed);
+    }
+
+    fn stopped(&self) -> bool {
+        self.failed.load(Ordering::Relaxed) || self.progress.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Inflate entry `i`'s data (an object or a delta) from the pack.
+    fn inflate_entry(&self, i: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.inflate_entry_into(i, &mut out)?;
+        Ok(out)
+    }
+
+    /// Inflate entry `i` into `out`, reusing its allocation.
+    fn inflate_entry_into(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
+        let (start, end) = self.table.stream_of(i);
+        let size = self.table.sizes[i];
+        let offset = self.table.offsets[i];
+        if size > self.opts.object_limit {
+            return Err(PackError::at(offset, format!("object of {size} bytes does not fit in memory")));
+        }
+        out.clear();
+        out.try_reserve_exact(size as usize)
+            .map_err(|_| PackError::at(offset, format!("cannot allocate {size} bytes for an object")))?;
+        out.resize(size as usize, 0);
+        let clen = end - start;
+        if clen <= WHOLE_READ_LIMIT {
+            READ_BUF.with(|rb| -> Result<()> {
+                let mut rb = rb.borrow_mut();
+                if rb.len() < clen as usize {
+                    rb.resize(clen as usize, 0);
+                }
+                self.pack.read_exact_at(&mut rb[..clen as usize], start)?;
+                let used = INFLATER
+                    .with(|inf| inf.borrow_mut().inflate_exact(&rb[..clen as usize], out))
+                    .map_err(|f| PackError::at(offset, f.describe(size)))?;
+                if used as u64 != clen {
+                    return Err(PackError::at(offset, "entry changed since it was first read"));
+                }
+                if rb.len() > KEEP_BUFFER_LIMIT {
+                    *rb = Vec::new();
+                }
+                Ok(())
+            })
+        } else {
+            self.inflate_streaming(start, end, offset, out)
+        }
+    }
+
+    fn inflate_streaming(&self, start: u64, end: u64, offset: u64, out: &mut [u8]) -> Result<()> {
+        let mut stream = flate2::Decompress::new(true);
+        let mut input = vec![0u8; 1 << 20];
+        let mut pos = start;
+        while pos < end {
+            let n = self.pack.read_upto(&mut input, pos, end)?;
+            let mut taken = 0;
+            while taken < n {
+                let (in0, out0) = (stream.total_in(), stream.total_out() as usize);
+                let status = stream
+                    .decompress(&input[taken..n], &mut out[out0..], flate2::FlushDecompress::None)
+                    .map_err(|e| PackError::at(offset, format!("corrupt zlib stream: {e}")))?;
+                let took = (stream.total_in() - in0) as usize;
+                taken += took;
+                if status == flate2::Status::StreamEnd {
+                    break;
+                }
+                if took == 0 && stream.total_out() as usize == out0 {
+                    return Err(PackError::at(offset, "corrupt zlib stream"));
+                }
+            }
+            pos += n as u64;
+        }
+        if stream.total_out() as usize != out.len() || stream.total_in() != end - start {
+            return Err(PackError::at(offset, "entry changed since it was first read"));
+        }
+        Ok(())
+    }
+
+    /// The data of `base`, rebuilt from the nearest ancestor still holding its data if evicted.
+    fn data_of(&self, base: &Arc<Base>) -> Result<Arc<Vec<u8>>> {
+        let mut chain: Vec<Arc<Base>> = Vec::new();
+        let mut cur = base.clone();
+        let mut data = loop {
+            let held = cur.data.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if let Some(d) = held {
+                break d;
+            }
+            self.rebuilds.fetch_add(1, Ordering::Relaxed);
+            match cur.parent.clone() {
+                Some(p) => {
+                    chain.push(cur);
+                    cur = p;
+                }
+                None => {
+                    self.base_inflations.fetch_add(1, Ordering::Relaxed);
+                    let d = Arc::new(self.inflate_entry(cur.entry as usize)?);
+                    if cur.pending.load(Ordering::Relaxed) > 0 {
+                        self.kept.keep(&cur, d.clone());
+                    }
+                    break d;
+                }
+            }
+        };
+        while let Some(b) = chain.pop() {
+            let i = b.entry as usize;
+            self.delta_inflations.fetch_add(1, Ordering::Relaxed);
+            let delta = self.inflate_entry(i)?;
+            data = Arc::new(apply_delta(&data, &delta, self.table.offsets[i], self.opts.object_limit)?);
+            if b.pending.load(Ordering::Relaxed) > 0 {
+                self.kept.keep(&b, data.clone());
+            }
+        }
+        Ok(data)
+    }
+
+    /// Claim the unresolved children of entry `i` (whose id is `id`): REF children first,
+    /// then OFS children, as Git orders them.
+    fn claim_children(&self, i: usize, id: &ObjectId) -> Vec<u32> {
+        let ofs = &self.child_list[self.child_start[i] as usize..self.child_start[i + 1] as usize];
+        let refs = ref_children(self.refs, id);
+        let mut children = Vec::new();
+        for c in refs.iter().map(|&(_, c)| c).chain(ofs.iter().copied()) {
+            if !self.claimed[c as usize].swap(true, Ordering::AcqRel) {
+                children.push(c);
+            }
+        }
+        children
+    }
+
+    /// Keep `base`'s data while its `children` need it, and queue them.
+    fn spawn_children<'s>(&'s self, s: &rayon::Scope<'s>, base: Arc<Base>, data: Vec<u8>, children: Vec<u32>) {
+        base.pending.store(children.len() as u32, Ordering::Relaxed);
+        self.kept.keep(&base, Arc::new(data));
+        // rayon runs the last spawned first: spawn in reverse to resolve in pack order.
+        for &c in children.iter().rev() {
+            let b = base.clone();
+            s.spawn(move |s| self.resolve_child(s, b, c));
+        }
+    }
+
+    /// Apply delta `ci` to its base into this thread's result buffer; returns the new id.
+    fn apply_child(&self, base: &Arc<Base>, ci: usize) -> Result<ObjectId> {
+        let base_data = self.data_of(base)?;
+        let offset = self.table.offsets[ci];
+        self.delta_inflations.fetch_add(1, Ordering::Relaxed);
+        DELTA_BUF.with(|db| {
+            RESULT_BUF.with(|rb| {
+                let (mut db, mut rb) = (db.borrow_mut(), rb.borrow_mut());
+                self.inflate_entry_into(ci, &mut db)?;
+                apply_delta_into(&base_data, &db, offset, self.opts.object_limit, &mut rb)?;
+                release_if_large(&mut db);
+                object_id(base.kind, &rb, self.opts.detect_collisions, offset)
+            })
+        })
+    }
+
+    fn resolve_child<'s>(&'s self, s: &rayon::Scope<'s>, base: Arc<Base>, c: u32) {
+        let ci = c as usize;
+        let result = if self.stopped() { None } else { Some(self.apply_child(&base, ci)) };
+        if base.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.kept.release(&base);
+        }
+        let id = match result {
+            None => return,
+            Some(Err(e)) => return self.fail(e),
+            Some(Ok(id)) => id,
+        };
+        self.oids.set(ci, id);
+        self.real_kinds.set(ci, base.kind);
+        self.resolved.fetch_add(1, Ordering::Relaxed);
+        self.progress.add(1);
+        let children = self.claim_children(ci, &id);
+        let data = RESULT_BUF.with(|rb| {
+            let mut rb = rb.borrow_mut();
+            let data = if children.is_empty() { Vec::new() } else { rb.clone() };
+            release_if_large(&mut rb);
+            data
+        });
+        if children.is_empty() {
+            return;
+        }
+        let child = Arc::new(Base {
+            entry: c,
+            kind: base.kind,
+            parent: Some(base),
+            data: Mutex::new(None),
+            pending: AtomicU32::new(0),
+        });
+        self.spawn_children(s, child, data, children);
+    }
+
+    fn has_children(&self, i: usize, id: &ObjectId) -> bool {
+        self.child_start[i] != self.child_start[i + 1] || !ref_children(self.refs, id).is_empty()
+    }
+
+    fn resolve_root(&self, r: usize) {
+        if self.stopped() {
+            return;
+        }
+        let id = self.oids.get(r);
+        if !self.has_children(r, &id) {
+            return;
+        }
+        let children = self.claim_children(r, &id);
+        if children.is_empty() {
+            return;
+        }
+        let data = match self.inflate_entry(r) {
+            Ok(d) => d,
+            Err(e) => return self.fail(e),
+        };
+        self.base_inflations.fetch_add(1, Ordering::Relaxed);
+        let base = Arc::new(Base {
+            entry: r as u32,
+            kind: self.real_kinds.get(r),
+            parent: None,
+            data: Mutex::new(None),
+            pending: AtomicU32::new(0),
+        });
+        rayon::scope(|s| self.spawn_children(s, base, data, children));
+    }
+}
+
+/// The delta forest's shape, computed once per pack.
+pub struct Forest {
+    pub child_start: Vec<u32>,
+    pub child_list: Vec<u32>,
+    pub refs: Vec<(ObjectId, u32)>,
+    /// Deltas already resolved (or being resolved) by some pass.
+    pub claimed: Vec<bool>,
+}
+
+impl Forest {
+    /// Build the forest; consumes the table's OFS base offsets, which it replaces.
+    pub fn new(table: &mut Table) -> Result<Self> {
+        let (child_start, child_list) = table.ofs_children()?;
+        table.ofs_bases = Vec::new();
+        Ok(Forest { child_start, child_list, refs: table.sorted_ref_bases(), claimed: vec![false; table.len()] })
+    }
+}
+
+/// Resolve every delta reachable from `roots` (whole objects whose ids are known).
+pub fn resolve(
+    pack: &PackFile,
+    table: &mut Table,
+    forest: &mut Forest,
+    roots: &[u32],
+    opts: &ResolveOptions,
+    progress: &Progress,
+    pool: &rayon::ThreadPool,
+) -> Result<ResolveStats> {
+    let mut oids = std::mem::take(&mut table.oids);
+    let mut real_kinds = std::mem::take(&mut table.real_kinds);
+    let claimed: Vec<AtomicBool> = forest.claimed.iter().map(|&c| AtomicBool::new(c)).collect();
+    let outcome = {
+        let r = Resolver {
+            pack,
+            table,
+            oids: Disjoint::new(&mut oids),
+            real_kinds: Disjoint::new(&mut real_kinds),
+            claimed,
+            child_start: &forest.child_start,
+            child_list: &forest.child_list,
+            refs: &forest.refs,
+            kept: KeptBases {
+                budget: opts.budget,
+                used: AtomicU64::new(0),
+                peak: AtomicU64::new(0),
+                evictions: AtomicU64::new(0),
+                count: AtomicU64::new(0),
+                order: Mutex::new(VecDeque::new()),
+            },
+            opts,
+            progress,
+            failure: Mutex::new(None),
+            failed: AtomicBool::new(false),
+            base_inflations: AtomicU64::new(0),
+            delta_inflations: AtomicU64::new(0),
+            rebuilds: AtomicU64::new(0),
+            resolved: AtomicU64::new(0),
+        };
+        pool.install(|| roots.par_iter().with_max_len(64).for_each(|&root| r.resolve_root(root as usize)));
+        let stats = ResolveStats {
+            resolved: r.resolved.load(Ordering::Relaxed),
+            base_inflations: r.base_inflations.load(Ordering::Relaxed),
+            delta_inflations: r.delta_inflations.load(Ordering::Relaxed),
+            rebuilds: r.rebuilds.load(Ordering::Relaxed),
+            evictions: r.kept.evictions.load(Ordering::Relaxed),
+            peak_kept: r.kept.peak.load(Ordering::Relaxed),
+        };
+        let failure = r.failure.into_inner().unwrap_or_else(|e| e.into_inner());
+        for (flag, c) in forest.claimed.iter_mut().zip(r.claimed.iter()) {
+            *flag = c.load(Ordering::Relaxed);
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(stats),
+        }
+    };
+    table.oids = oids;
+    table.real_kinds = real_kinds;
+    progress.check_cancelled()?;
+    outcome
+}
+
+/// Deltas left unresolved (their base is neither in the pack nor was supplied).
+pub fn unresolved(table: &Table) -> Vec<u32> {
+    (0..table.len()).filter(|&i| is_delta(table.kinds[i]) && table.real_kinds[i] == 0).map(|i| i as u32).collect()
+}

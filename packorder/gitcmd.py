@@ -1,0 +1,158 @@
+"""Running Git: repository discovery, configuration, and a streaming object reader.
+
+Git is the reference for everything packorder touches; where we only need to ask it something
+(where is the repository, what is this config value, what are this object's bytes) we ask the
+`git` binary rather than re-implement its discovery and config rules.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from packorder.errors import RepositoryError
+
+GIT = os.environ.get("PACKORDER_GIT", "git")
+
+
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    # Never let a read trigger a fetch from a partial clone's promisor remote.
+    env["GIT_NO_LAZY_FETCH"] = "1"
+    env.setdefault("LC_ALL", "C")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run(args: list[str], git_dir: Path | None = None, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    cmd = [GIT]
+    if git_dir is not None:
+        cmd += ["--git-dir", str(git_dir)]
+    kw.setdefault("capture_output", True)
+    kw.setdefault("env", git_env())
+    proc = subprocess.run(cmd + args, **kw)
+    if check and proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip() if isinstance(proc.stderr, bytes) else proc.stderr
+        raise RepositoryError(f"git {' '.join(args[:2])} failed: {err or 'exit ' + str(proc.returncode)}")
+    return proc
+
+
+def find_git_dir(path: str | os.PathLike[str] | None = None) -> Path:
+    """The git directory of the repository at or above `path` (default: the current one)."""
+    where = Path(path) if path is not None else Path.cwd()
+    if not where.exists():
+        raise RepositoryError(f"{where}: no such file or directory")
+    # A bare snapshot without a config file is still a repository to us.
+    if (where / "objects").is_dir() and (where / "HEAD").is_file() and (where / "refs").is_dir():
+        return where.resolve()
+    proc = subprocess.run(
+        [GIT, "-C", str(where), "rev-parse", "--absolute-git-dir"],
+        capture_output=True,
+        text=True,
+        env=git_env(),
+    )
+    if proc.returncode != 0:
+        raise RepositoryError(f"not a git repository: {where}")
+    return Path(proc.stdout.strip())
+
+
+_SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_int(value: str, name: str) -> int:
+    m = re.fullmatch(r"\s*(-?\d+)\s*([kKmMgG]?)\s*", value)
+    if not m:
+        raise RepositoryError(f"bad numeric config value '{value}' for '{name}'")
+    return int(m.group(1)) * _SUFFIX[m.group(2).lower()]
+
+
+def parse_bool(value: str | None) -> bool:
+    if value is None:
+        return True
+    v = value.strip().lower()
+    if v in ("true", "yes", "on", "1", ""):
+        return True
+    if v in ("false", "no", "off", "0"):
+        return False
+    try:
+        return int(v) != 0
+    except ValueError:
+        raise RepositoryError(f"bad boolean config value '{value}'") from None
+
+
+@dataclass
+class Config:
+    """Git configuration as `git config --list` reports it (last value wins)."""
+
+    values: dict[str, str | None]
+
+    def get(self, name: str) -> str | None:
+        return self.values.get(name.lower())
+
+    def get_int(self, name: str, default: int) -> int:
+        v = self.get(name)
+        return default if v is None else parse_int(v, name)
+
+    def get_bool(self, name: str, default: bool) -> bool:
+        if name.lower() not in self.values:
+            return default
+        return parse_bool(self.values[name.lower()])
+
+
+def read_config(git_dir: Path | None) -> Config:
+    """Configuration visible from `git_dir` (system, global, repository), or outside a repo."""
+    args = ["config", "--list", "-z"]
+    proc = run(args, git_dir=git_dir, check=False)
+    values: dict[str, str | None] = {}
+    if proc.returncode == 0:
+        for item in proc.stdout.split(b"\0"):
+            if not item:
+                continue
+            key, sep, val = item.decode(errors="replace").partition("\n")
+            values[key.lower()] = val if sep else None
+    return Config(values)
+
+
+class ObjectReader:
+    """Reads objects through one `git cat-file --batch` process (alternates and all)."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.proc = subprocess.Popen(
+            [GIT, "--git-dir", str(git_dir), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=git_env(),
+        )
+
+    def read(self, oid_hex: str) -> tuple[str, bytes] | None:
+        """(type name, content), or None when the repository does not have the object."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(oid_hex.encode() + b"\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RepositoryError("git cat-file stopped unexpectedly")
+        parts = line.split()
+        if len(parts) < 3 or parts[1] == b"missing":
+            return None
+        size = int(parts[2])
+        data = self.proc.stdout.read(size)
+        self.proc.stdout.read(1)
+        return parts[1].decode(), data
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait()
+
+    def __enter__(self) -> ObjectReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,392 @@
+"""`packorder index-pack`: build a pack's .idx and .rev, byte-identical to `git index-pack`.
+
+The two passes run in the native core (packorder._native.PackIndexer) with the GIL released;
+this module owns the options, the files (temporary names, renamed only when complete), thin
+pack completion from the repository, --stdin, --verify and the result record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import resource
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from packorder import _native, gitcmd
+from packorder.errors import CorruptPackError, Interrupted, RepositoryError, UsageError
+from packorder.format import idx as idx_format
+from packorder.format import rev as rev_format
+from packorder.format.pack import TYPE_CODES
+from packorder.progress import ProgressCallback, run_polled
+
+DEFAULT_DELTA_BASE_CACHE_LIMIT = 96 << 20
+PHASE_TITLES = {1: "Indexing objects", 2: "Resolving deltas", 3: "Checksumming"}
+
+
+@dataclass
+class IndexResult:
+    pack: Path
+    idx: Path
+    rev: Path | None
+    keep: Path | None
+    checksum: str
+    objects: int
+    deltas: int
+    appended_bases: int
+    pack_bytes: int
+    index_version: int
+    threads: int
+    memory_budget: int
+    verified: bool
+    seconds: dict[str, float] = field(default_factory=dict)
+    peak_rss_bytes: int = 0
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Settings:
+    threads: int
+    budget: int
+    index_version: int
+    off32_limit: int
+    write_rev: bool
+    compression: int
+
+
+def physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 1 << 62
+
+
+def peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _settings(
+    config: gitcmd.Config,
+    threads: int | None,
+    max_memory: int | None,
+    index_version: int | None,
+    off32_limit: int | None,
+    rev_index: bool | None,
+) -> _Settings:
+    if threads is None or threads == 0:
+        threads = config.get_int("pack.threads", 0) or os.cpu_count() or 1
+    if threads < 1:
+        raise UsageError(f"invalid number of threads: {threads}")
+    if max_memory is None:
+        # Git's budget for index-pack: core.deltaBaseCacheLimit per thread.
+        max_memory = config.get_int("core.deltaBaseCacheLimit", DEFAULT_DELTA_BASE_CACHE_LIMIT) * threads
+    if max_memory < 0:
+        raise UsageError(f"invalid memory budget: {max_memory}")
+    if index_version is None:
+        index_version = config.get_int("pack.indexVersion", 2)
+    if index_version not in (1, 2):
+        raise UsageError(f"unsupported index version {index_version}")
+    if rev_index is None:
+        rev_index = config.get_bool("pack.writeReverseIndex", True)
+    level = config.get_int("pack.compression", config.get_int("core.compression", -1))
+    return _Settings(
+        threads=threads,
+        budget=max_memory,
+        index_version=index_version,
+        off32_limit=idx_format.OFF32_LIMIT if off32_limit is None else off32_limit,
+        write_rev=rev_index,
+        compression=6 if level < 0 else min(level, 9),
+    )
+
+
+class _Run:
+    """One indexer handle plus the polling of its progress."""
+
+    def __init__(self, path: Path, settings: _Settings, writable: bool, detect: bool, progress: ProgressCallback | None):
+        self.native = _native.PackIndexer(
+            str(path), settings.threads, settings.budget, physical_memory(), detect, writable
+        )
+        self.path = path
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+
+    def _poll(self) -> None:
+        if self.progress is None:
+            return
+        phase, done, total = self.native.progress()
+        if phase in PHASE_TITLES:
+            self.progress(PHASE_TITLES[phase], min(done, total) if total else done, total)
+
+    def call(self, name: str, fn, *args):
+        start = time.perf_counter()
+        try:
+            out = run_polled(lambda: fn(*args), self._poll, self.native.cancel)
+        except _native.PackFormatError as e:
+            message, offset = e.args
+            if message == "interrupted":
+                raise Interrupted("interrupted") from None
+            raise CorruptPackError(message, offset, str(self.path)) from None
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted") from None
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+        if self.progress is not None:
+            phase, done, total = self.native.progress()
+            if phase in PHASE_TITLES and total:
+                self.progress(PHASE_TITLES[phase], total, total)
+        return out
+
+
+Writer = Callable[[BinaryIO], object]
+
+
+def _index_writers(native, settings: _Settings, checksum: bytes, anomalies: frozenset[int]) -> tuple[Writer, Writer, int]:
+    """(idx writer, rev writer, idx version) for the resolved pack."""
+    names, crcs, offsets, rev_positions = native.index_table()
+    version = settings.index_version
+    if version == 1 and idx_format.needs_v2(offsets, settings.off32_limit):
+        version = 2  # as Git does: v1 cannot hold a 64-bit offset
+
+    def write_idx(out: BinaryIO) -> object:
+        if version == 1:
+            return idx_format.write_v1(out, names, offsets, checksum)
+        return idx_format.write_v2(out, names, crcs, offsets, checksum, settings.off32_limit, anomalies)
+
+    def write_rev(out: BinaryIO) -> object:
+        return rev_format.write(out, rev_positions, checksum)
+
+    return write_idx, write_rev, version
+
+
+def _write_atomically(path: Path, write: Writer, mode: int = 0o444) -> None:
+    """Write a temporary file beside `path`, fsync it, then rename it into place."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + path.name + "-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _derive(name: Path, old: str, new: str) -> Path:
+    if not name.name.endswith("." + old):
+        raise UsageError(f"packfile name '{name}' does not end with '.{old}'")
+    return name.with_name(name.name[: -len(old)] + new)
+
+
+def _fix_thin(run: _Run, git_dir: Path, level: int) -> int:
+    """Append every missing REF_DELTA base the repository has; returns how many."""
+    appended = 0
+    with gitcmd.ObjectReader(git_dir) as reader:
+        while (base := run.native.next_missing_base()) is not None:
+            found = reader.read(base.hex())
+            if found is None:
+                continue
+            kind_name, data = found
+            kind = TYPE_CODES[kind_name]
+            if _native.object_id(kind, data) != base:
+                raise RepositoryError(f"object {base.hex()} in the repository is corrupt")
+            run.call("fix_thin", run.native.append_base, kind, data, level)
+            appended += 1
+    return appended
+
+
+def _check_resolved(run: _Run) -> None:
+    left = run.native.unresolved_offsets()
+    if left:
+        noun = "delta" if len(left) == 1 else "deltas"
+        raise CorruptPackError(f"pack has {len(left)} unresolved {noun}", left[0], str(run.path))
+
+
+@contextlib.contextmanager
+def _cleanup_on_error(paths: list[Path]) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        for p in paths:
+            with contextlib.suppress(OSError):
+                p.unlink()
+        raise
+
+
+def _receive(stream: BinaryIO, pack_dir: Path) -> Path:
+    """Copy a pack from `stream` to a temporary file in `pack_dir`."""
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="tmp_pack_", dir=pack_dir)
+    path = Path(tmp)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(stream, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise
+    return path
+
+
+def index_pack(
+    pack: str | os.PathLike[str] | None = None,
+    *,
+    stdin: BinaryIO | None = None,
+    repo: str | os.PathLike[str] | None = None,
+    output: str | os.PathLike[str] | None = None,
+    index_version: int | None = None,
+    off32_limit: int | None = None,
+    rev_index: bool | None = None,
+    fix_thin: bool = False,
+    verify: bool = False,
+    keep: str | bool | None = None,
+    threads: int | None = None,
+    max_memory: int | None = None,
+    detect_collisions: bool = True,
+    progress: ProgressCallback | None = None,
+) -> IndexResult:
+    """Index a pack: write its .idx (and .rev) as `git index-pack` would.
+
+    Either `pack` names a pack file, or `stdin` is a binary stream carrying one, which is
+    stored in the repository's objects/pack (like `git index-pack --stdin`). Raises a
+    PackError subclass on bad input; nothing is left behind then.
+    """
+    started = time.perf_counter()
+    if (pack is None) == (stdin is None):
+        raise UsageError("give either a pack file or --stdin")
+    if fix_thin and stdin is None:
+        raise UsageError("--fix-thin requires --stdin")
+    if verify and stdin is not None:
+        raise UsageError("--verify cannot be used with --stdin")
+    if keep and stdin is None:
+        raise UsageError("--keep requires --stdin")
+
+    git_dir: Path | None = None
+    if stdin is not None or repo is not None:
+        git_dir = gitcmd.find_git_dir(repo)
+    else:
+        with contextlib.suppress(RepositoryError):
+            git_dir = gitcmd.find_git_dir()
+    settings = _settings(gitcmd.read_config(git_dir), threads, max_memory, index_version, off32_limit, rev_index)
+
+    received: Path | None = None
+    if stdin is not None:
+        assert git_dir is not None
+        received = _receive(stdin, git_dir / "objects" / "pack")
+        pack_path = received
+    else:
+        pack_path = Path(pack)  # type: ignore[arg-type]
+        if not pack_path.is_file():
+            raise UsageError(f"cannot open packfile '{pack_path}': no such file")
+
+    temporaries = [received] if received else []
+    with _cleanup_on_error(temporaries):
+        if output is not None:
+            idx_path = Path(output)
+        elif received is None:
+            idx_path = _derive(pack_path, "pack", "idx")
+        else:
+            idx_path = received  # replaced by the final name below
+        if settings.write_rev and received is None:
+            _derive(idx_path, "idx", "rev")  # fail on a bad name before the work, not after
+        anomalies: frozenset[int] = frozenset()
+        if verify:
+            if not idx_path.is_file():
+                raise UsageError(f"cannot verify: index file '{idx_path}' does not exist")
+            existing = idx_format.read(str(idx_path))
+            settings.index_version = existing.version
+            anomalies = existing.large_small_offsets
+
+        run = _Run(pack_path, settings, writable=fix_thin, detect=detect_collisions, progress=progress)
+        run.call("scan", run.native.scan)
+        run.call("resolve", run.native.resolve)
+        appended = 0
+        if fix_thin and run.native.unresolved_offsets():
+            assert git_dir is not None
+            appended = _fix_thin(run, git_dir, settings.compression)
+        _check_resolved(run)
+        checksum = run.native.checksum
+        if appended:
+            checksum = run.call("fix_thin", run.native.finish_thin)
+
+        write_idx, write_rev, version = _index_writers(run.native, settings, checksum, anomalies)
+
+        keep_path = None
+        if received is not None:
+            assert git_dir is not None
+            final = received.parent / f"pack-{checksum.hex()}.pack"
+            idx_path = final.with_suffix(".idx")
+            if keep:
+                keep_path = final.with_suffix(".keep")
+                message = "" if keep is True else f"{keep}\n"
+                _write_atomically(keep_path, lambda f: f.write(message.encode()), 0o644)
+                temporaries.append(keep_path)
+            if final.exists():
+                received.unlink()
+            else:
+                os.chmod(received, 0o444)
+                os.replace(received, final)
+            pack_path = final
+            temporaries.clear()
+
+        rev_path = _derive(idx_path, "idx", "rev") if settings.write_rev else None
+        if verify:
+            _verify_same(idx_path, write_idx, "index")
+            if rev_path is not None and rev_path.exists():
+                _verify_same(rev_path, write_rev, "reverse index")
+        else:
+            if rev_path is not None:
+                _write_atomically(rev_path, write_rev)
+            _write_atomically(idx_path, write_idx)
+            _fsync_dir(idx_path.parent)
+
+    stats = dict(run.native.stats())
+    seconds = dict(run.seconds)
+    seconds["total"] = time.perf_counter() - started
+    return IndexResult(
+        pack=pack_path,
+        idx=idx_path,
+        rev=rev_path,
+        keep=keep_path,
+        checksum=checksum.hex(),
+        objects=stats.get("objects", 0),
+        deltas=stats.get("deltas", 0),
+        appended_bases=appended,
+        pack_bytes=run.native.pack_size,
+        index_version=version,
+        threads=settings.threads,
+        memory_budget=settings.budget,
+        verified=verify,
+        seconds=seconds,
+        peak_rss_bytes=peak_rss(),
+        stats=stats,
+    )
+
+
+def _verify_same(path: Path, write: Writer, what: str) -> None:
+    buf = io.BytesIO()
+    write(buf)
+    expected = buf.getvalue()
+    actual = path.read_bytes()
+    if actual == expected:
+        return
+    at = next((i for i, (a, b) in enumerate(zip(actual, expected)) if a != b), min(len(actual), len(expected)))
+    raise CorruptPackError(f"{what} does not match the pack (first difference at byte {at})", None, str(path))

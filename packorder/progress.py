@@ -1,0 +1,98 @@
+"""Progress display shared by all commands: Git's style of line on stderr, shown only when
+stderr is a terminal (or when asked), and a way to run a long native call while polling it."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TextIO, TypeVar
+
+T = TypeVar("T")
+
+ProgressCallback = Callable[[str, int, int], None]
+"""(title, done, total): called repeatedly during a phase, then once with done == total."""
+
+
+class ProgressLine:
+    """Git's `Title:  42% (420/1000)` line, rewritten in place, closed with `, done.`"""
+
+    def __init__(self, stream: TextIO | None = None, min_interval: float = 0.1) -> None:
+        self.stream = stream or sys.stderr
+        self.min_interval = min_interval
+        self._title: str | None = None
+        self._last = 0.0
+        self._last_text = ""
+
+    def __call__(self, title: str, done: int, total: int) -> None:
+        if title != self._title:
+            self.close()
+            self._title = title
+            self._last = 0.0
+        now = time.monotonic()
+        finished = total > 0 and done >= total
+        if not finished and now - self._last < self.min_interval:
+            return
+        self._last = now
+        if total:
+            text = f"{title}: {min(100, done * 100 // total):3d}% ({done}/{total})"
+        else:
+            text = f"{title}: {done}"
+        if finished:
+            self.stream.write(f"\r{text}, done.\n")
+            self._title = None
+        elif text != self._last_text:
+            self.stream.write(f"\r{text}")
+        self._last_text = text
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._title is not None:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._title = None
+
+
+def auto(quiet: bool = False, force: bool = False) -> ProgressCallback | None:
+    """A progress line if stderr is a terminal (or `force`), unless `quiet`."""
+    if quiet:
+        return None
+    if force or sys.stderr.isatty():
+        return ProgressLine()
+    return None
+
+
+def run_polled(
+    work: Callable[[], T],
+    poll: Callable[[], None],
+    cancel: Callable[[], None],
+    interval: float = 0.1,
+) -> T:
+    """Run `work` (a native call that releases the GIL) in a thread; call `poll` meanwhile.
+
+    On KeyboardInterrupt, `cancel` asks the work to stop, we wait for it, and re-raise, so
+    the caller's cleanup runs with no thread still writing.
+    """
+    result: list[T] = []
+    error: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(work())
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            error.append(e)
+
+    thread = threading.Thread(target=target, name="packorder-native", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(interval)
+            poll()
+    except KeyboardInterrupt:
+        cancel()
+        thread.join()
+        raise
+    if error:
+        raise error[0]
+    return result[0]
