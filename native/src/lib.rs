@@ -5,6 +5,7 @@ pub mod entry;
 pub mod error;
 pub mod hash;
 pub mod inflate;
+pub mod layout;
 pub mod progress;
 mod py_index;
 pub mod resolve;
@@ -137,6 +138,37 @@ impl Sha1 {
     }
 }
 
+/// The entry headers at `offsets` (native u64s, ascending) of the pack at `path`:
+/// (kinds, sizes as u64s, header lengths, OFS base offsets as u64s (0 if none), REF base
+/// ids (20 zero bytes if none)), each a bytes object in the order of `offsets`.
+#[pyfunction]
+fn read_entry_headers<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    offsets: &[u8],
+) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+    let offs: Vec<u64> = offsets.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+    let h = py
+        .detach(|| {
+            let pack = source::PackFile::open(&path, false)?;
+            layout::read_headers(&pack, &offs)
+        })
+        .map_err(to_py_err)?;
+    let sizes: Vec<u8> = h.sizes.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let bases: Vec<u8> = h.ofs_bases.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let ids: Vec<u8> = h.ref_ids.iter().flatten().copied().collect();
+    pyo3::types::PyTuple::new(
+        py,
+        [
+            PyBytes::new(py, &h.kinds),
+            PyBytes::new(py, &sizes),
+            PyBytes::new(py, &h.header_lens),
+            PyBytes::new(py, &bases),
+            PyBytes::new(py, &ids),
+        ],
+    )
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PackFormatError", m.py().get_type::<PackFormatError>())?;
@@ -144,6 +176,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Sha1>()?;
     m.add_function(wrap_pyfunction!(object_id, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
+    m.add_function(wrap_pyfunction!(read_entry_headers, m)?)?;
     m.add_function(wrap_pyfunction!(apply_delta, m)?)?;
     m.add_function(wrap_pyfunction!(parse_entry_header, m)?)?;
     m.add_function(wrap_pyfunction!(encode_entry_header, m)?)?;

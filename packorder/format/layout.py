@@ -1,0 +1,137 @@
+"""The shape of an indexed pack: every entry's offset, packed size, stored type, inflated size
+and delta base, in pack order, as numpy arrays. Read from the .idx and the entry headers
+only; nothing is inflated.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from packorder import _native
+from packorder.errors import CorruptPackError
+from packorder.format import idx as idx_format
+from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
+
+NO_BASE = -1
+
+
+@dataclass
+class PackLayout:
+    pack_path: Path
+    offsets: np.ndarray  # uint64, ascending
+    ends: np.ndarray  # uint64: the next entry's offset, or the trailer's
+    kinds: np.ndarray  # uint8: stored type (1-4 whole, 6 OFS_DELTA, 7 REF_DELTA)
+    sizes: np.ndarray  # uint64: inflated size of the entry's data (object or delta)
+    header_lens: np.ndarray  # uint8
+    base: np.ndarray  # int64: pack position of the delta base, NO_BASE if whole or not in pack
+    oids: np.ndarray  # (count, 20) uint8, in pack order
+    checksum: bytes
+
+    @property
+    def count(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def packed_sizes(self) -> np.ndarray:
+        return (self.ends - self.offsets).astype(np.int64)
+
+    @property
+    def is_delta(self) -> np.ndarray:
+        return (self.kinds == OBJ_OFS_DELTA) | (self.kinds == OBJ_REF_DELTA)
+
+    def position_of_offset(self, offsets: np.ndarray) -> np.ndarray:
+        """Pack positions of entries starting at `offsets` (which must be entry starts)."""
+        pos = np.searchsorted(self.offsets, offsets)
+        pos = np.minimum(pos, self.count - 1)
+        if not np.all(self.offsets[pos] == offsets):
+            bad = offsets[self.offsets[pos] != offsets][0]
+            raise CorruptPackError("offset is not the start of an entry", int(bad), str(self.pack_path))
+        return pos
+
+    def depths(self) -> np.ndarray:
+        """Delta chain depth of each entry (0 for whole objects)."""
+        depth = np.zeros(self.count, dtype=np.int64)
+        cur = self.base.copy()
+        active = cur != NO_BASE
+        while active.any():
+            depth[active] += 1
+            cur[active] = self.base[cur[active]]
+            active = cur != NO_BASE
+            if depth.max() > self.count:
+                raise CorruptPackError("delta cycle in pack", None, str(self.pack_path))
+        return depth
+
+    def real_kinds(self) -> np.ndarray:
+        """The object type of each entry, following delta chains to their roots."""
+        root = np.arange(self.count, dtype=np.int64)
+        cur = self.base.copy()
+        active = cur != NO_BASE
+        steps = 0
+        while active.any():
+            root[active] = cur[active]
+            cur[active] = self.base[cur[active]]
+            active = cur != NO_BASE
+            steps += 1
+            if steps > self.count:
+                raise CorruptPackError("delta cycle in pack", None, str(self.pack_path))
+        kinds = self.kinds[root].copy()
+        kinds[self.is_delta & (self.base == NO_BASE)] = 0
+        return kinds
+
+    def oid_hex(self, pos: int) -> str:
+        return self.oids[pos].tobytes().hex()
+
+
+def idx_path_of(pack: str | os.PathLike[str]) -> Path:
+    p = Path(pack)
+    return p.with_name(p.name[: -len(".pack")] + ".idx") if p.name.endswith(".pack") else p.with_suffix(".idx")
+
+
+def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None) -> PackLayout:
+    """The layout of `pack`, using its .idx (read here unless given)."""
+    pack_path = Path(pack)
+    if index is None:
+        index = idx_format.read(str(idx_path_of(pack_path)))
+    order = np.argsort(index.offsets, kind="stable")
+    offsets = index.offsets[order].astype(np.uint64)
+    oids = index.names[order]
+    size = pack_path.stat().st_size
+    ends = np.empty_like(offsets)
+    if len(offsets):
+        ends[:-1] = offsets[1:]
+        ends[-1] = size - RAWSZ
+    try:
+        kinds_b, sizes_b, hlen_b, ofs_b, ids_b = _native.read_entry_headers(str(pack_path), offsets.tobytes())
+    except _native.PackFormatError as e:
+        raise CorruptPackError(e.args[0], e.args[1], str(pack_path)) from None
+    kinds = np.frombuffer(kinds_b, dtype=np.uint8)
+    sizes = np.frombuffer(sizes_b, dtype=np.uint64)
+    header_lens = np.frombuffer(hlen_b, dtype=np.uint8)
+    ofs_bases = np.frombuffer(ofs_b, dtype=np.uint64)
+    base = np.full(len(offsets), NO_BASE, dtype=np.int64)
+    ofs = kinds == OBJ_OFS_DELTA
+    if ofs.any():
+        base[ofs] = np.searchsorted(offsets, ofs_bases[ofs])
+        found = base[ofs] < len(offsets)
+        found[found] = offsets[base[ofs][found]] == ofs_bases[ofs][found]
+        if not found.all():
+            at = int(offsets[ofs][~found][0])
+            raise CorruptPackError("delta base offset is not the start of an entry", at, str(pack_path))
+    ref = kinds == OBJ_REF_DELTA
+    if ref.any():
+        ids = np.frombuffer(ids_b, dtype=np.uint8).reshape(-1, RAWSZ)[ref]
+        # Look each base id up among the names (sorted in the idx) to find its offset.
+        names = index.names
+        keys = names.view(f"S{RAWSZ}").ravel()
+        want = np.ascontiguousarray(ids).view(f"S{RAWSZ}").ravel()
+        at = np.searchsorted(keys, want)
+        at_c = np.minimum(at, len(keys) - 1)
+        hit = keys[at_c] == want
+        pos = np.full(len(want), NO_BASE, dtype=np.int64)
+        pos[hit] = np.searchsorted(offsets, index.offsets[at_c[hit]])
+        base[ref] = pos
+    return PackLayout(pack_path, offsets, ends, kinds, sizes, header_lens, base, oids, index.pack_checksum)
