@@ -1,7 +1,8 @@
 //! Entry headers at known offsets, without inflating anything: the shape of a pack (types,
 //! sizes, delta bases) as its index and a sequential read of the headers give it.
 
-use crate::entry::{parse_header, BaseRef, MAX_HEADER_LEN, RAWSZ};
+use crate::delta::delta_sizes;
+use crate::entry::{is_delta, parse_header, BaseRef, MAX_HEADER_LEN, RAWSZ};
 use crate::error::{PackError, Result};
 use crate::source::PackFile;
 
@@ -13,6 +14,9 @@ pub struct Headers {
     pub ofs_bases: Vec<u64>,
     /// REF_DELTA base id, else zeros.
     pub ref_ids: Vec<[u8; RAWSZ]>,
+    /// Size of the object an entry stands for: the entry size for whole objects, the result
+    /// size from the delta's header for deltas (found by inflating its first bytes only).
+    pub object_sizes: Vec<u64>,
 }
 
 const CHUNK: usize = 4 << 20;
@@ -27,7 +31,9 @@ pub fn read_headers(pack: &PackFile, offsets: &[u64]) -> Result<Headers> {
         header_lens: Vec::with_capacity(n),
         ofs_bases: Vec::with_capacity(n),
         ref_ids: Vec::with_capacity(n),
+        object_sizes: Vec::with_capacity(n),
     };
+    let mut stream = flate2::Decompress::new(true);
     let limit = pack.len.saturating_sub(RAWSZ as u64);
     let mut buf = vec![0u8; CHUNK + MAX_HEADER_LEN];
     let mut start = u64::MAX;
@@ -50,6 +56,12 @@ pub fn read_headers(pack: &PackFile, offsets: &[u64]) -> Result<Headers> {
         let from = (off - start) as usize;
         let head = parse_header(&buf[from..filled], off)?
             .ok_or_else(|| PackError::at(off, "entry header is cut off by the end of the pack"))?;
+        let object_size = if is_delta(head.kind) {
+            delta_result_size(pack, &mut stream, off + head.header_len as u64, limit, off)?
+        } else {
+            head.size
+        };
+        h.object_sizes.push(object_size);
         h.kinds.push(head.kind);
         h.sizes.push(head.size);
         h.header_lens.push(head.header_len as u8);
@@ -69,4 +81,36 @@ pub fn read_headers(pack: &PackFile, offsets: &[u64]) -> Result<Headers> {
         }
     }
     Ok(h)
+}
+
+/// The result size a delta declares, from the first inflated bytes of its zlib stream.
+fn delta_result_size(
+    pack: &PackFile,
+    stream: &mut flate2::Decompress,
+    data_at: u64,
+    limit: u64,
+    offset: u64,
+) -> Result<u64> {
+    stream.reset(true);
+    // The two size varints take at most 20 bytes; a dynamic Huffman block header comes first.
+    let mut out = [0u8; 20];
+    let mut input = [0u8; 512];
+    let mut at = data_at;
+    loop {
+        let got = pack.read_upto(&mut input, at, limit)?;
+        let made0 = stream.total_out() as usize;
+        let in0 = stream.total_in();
+        let status = stream
+            .decompress(&input[..got], &mut out[made0..], flate2::FlushDecompress::None)
+            .map_err(|e| PackError::at(offset, format!("corrupt zlib stream: {e}")))?;
+        let made = stream.total_out() as usize;
+        at += stream.total_in() - in0;
+        if made == out.len() || status == flate2::Status::StreamEnd || got == 0 {
+            let (_, result, _) = delta_sizes(&out[..made], offset)?;
+            return Ok(result);
+        }
+        if stream.total_in() == in0 && made == made0 {
+            return Err(PackError::at(offset, "corrupt zlib stream"));
+        }
+    }
 }

@@ -140,7 +140,8 @@ impl Sha1 {
 
 /// The entry headers at `offsets` (native u64s, ascending) of the pack at `path`:
 /// (kinds, sizes as u64s, header lengths, OFS base offsets as u64s (0 if none), REF base
-/// ids (20 zero bytes if none)), each a bytes object in the order of `offsets`.
+/// ids (20 zero bytes if none), object sizes as u64s), each a bytes object in the order of
+/// `offsets`. Object sizes of deltas come from the delta header (their first bytes inflated).
 #[pyfunction]
 fn read_entry_headers<'py>(
     py: Python<'py>,
@@ -157,6 +158,7 @@ fn read_entry_headers<'py>(
     let sizes: Vec<u8> = h.sizes.iter().flat_map(|v| v.to_ne_bytes()).collect();
     let bases: Vec<u8> = h.ofs_bases.iter().flat_map(|v| v.to_ne_bytes()).collect();
     let ids: Vec<u8> = h.ref_ids.iter().flatten().copied().collect();
+    let object_sizes: Vec<u8> = h.object_sizes.iter().flat_map(|v| v.to_ne_bytes()).collect();
     pyo3::types::PyTuple::new(
         py,
         [
@@ -165,6 +167,7 @@ fn read_entry_headers<'py>(
             PyBytes::new(py, &h.header_lens),
             PyBytes::new(py, &bases),
             PyBytes::new(py, &ids),
+            PyBytes::new(py, &object_sizes),
         ],
     )
 }

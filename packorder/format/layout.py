@@ -26,6 +26,7 @@ class PackLayout:
     ends: np.ndarray  # uint64: the next entry's offset, or the trailer's
     kinds: np.ndarray  # uint8: stored type (1-4 whole, 6 OFS_DELTA, 7 REF_DELTA)
     sizes: np.ndarray  # uint64: inflated size of the entry's data (object or delta)
+    object_sizes: np.ndarray  # uint64: size of the object the entry stands for
     header_lens: np.ndarray  # uint8
     base: np.ndarray  # int64: pack position of the delta base, NO_BASE if whole or not in pack
     oids: np.ndarray  # (count, 20) uint8, in pack order
@@ -105,11 +106,12 @@ def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None
         ends[:-1] = offsets[1:]
         ends[-1] = size - RAWSZ
     try:
-        kinds_b, sizes_b, hlen_b, ofs_b, ids_b = _native.read_entry_headers(str(pack_path), offsets.tobytes())
+        kinds_b, sizes_b, hlen_b, ofs_b, ids_b, osz_b = _native.read_entry_headers(str(pack_path), offsets.tobytes())
     except _native.PackFormatError as e:
         raise CorruptPackError(e.args[0], e.args[1], str(pack_path)) from None
     kinds = np.frombuffer(kinds_b, dtype=np.uint8)
     sizes = np.frombuffer(sizes_b, dtype=np.uint64)
+    object_sizes = np.frombuffer(osz_b, dtype=np.uint64)
     header_lens = np.frombuffer(hlen_b, dtype=np.uint8)
     ofs_bases = np.frombuffer(ofs_b, dtype=np.uint64)
     base = np.full(len(offsets), NO_BASE, dtype=np.int64)
@@ -134,4 +136,4 @@ def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None
         pos = np.full(len(want), NO_BASE, dtype=np.int64)
         pos[hit] = np.searchsorted(offsets, index.offsets[at_c[hit]])
         base[ref] = pos
-    return PackLayout(pack_path, offsets, ends, kinds, sizes, header_lens, base, oids, index.pack_checksum)
+    return PackLayout(pack_path, offsets, ends, kinds, sizes, object_sizes, header_lens, base, oids, index.pack_checksum)
