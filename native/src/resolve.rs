@@ -95,7 +95,8 @@ struct KeptBases {
 
 impl KeptBases {
     fn keep(&self, base: &Arc<Base>, data: Arc<Vec<u8>>) {
-        let len = data.len() as u64;
+        // What the data really holds: a reused buffer may have room beyond its length.
+        let len = data.capacity() as u64;
         {
             let mut slot = base.data.lock().unwrap_or_else(|e| e.into_inner());
             if slot.is_some() {
@@ -134,7 +135,7 @@ impl KeptBases {
                 continue;
             };
             if let Some(d) = slot.take() {
-                self.used.fetch_sub(d.len() as u64, Ordering::Relaxed);
+                self.used.fetch_sub(d.capacity() as u64, Ordering::Relaxed);
                 self.count.fetch_sub(1, Ordering::Relaxed);
                 self.evictions.fetch_add(1, Ordering::Relaxed);
             }
@@ -144,7 +145,7 @@ impl KeptBases {
     fn release(&self, base: &Base) {
         let taken = base.data.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(d) = taken {
-            self.used.fetch_sub(d.len() as u64, Ordering::Relaxed);
+            self.used.fetch_sub(d.capacity() as u64, Ordering::Relaxed);
             self.count.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -367,11 +368,16 @@ impl<'a> Resolver<'a> {
         self.resolved.fetch_add(1, Ordering::Relaxed);
         self.progress.add(1);
         let children = self.claim_children(ci, &id);
+        // A base to keep takes the buffer itself (the next result gets a new one); a leaf
+        // leaves it for reuse.
         let data = RESULT_BUF.with(|rb| {
             let mut rb = rb.borrow_mut();
-            let data = if children.is_empty() { Vec::new() } else { rb.clone() };
-            release_if_large(&mut rb);
-            data
+            if children.is_empty() {
+                release_if_large(&mut rb);
+                Vec::new()
+            } else {
+                std::mem::take(&mut *rb)
+            }
         });
         if children.is_empty() {
             return;

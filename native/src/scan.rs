@@ -211,7 +211,7 @@ impl<'a> Scanner<'a> {
                     if produced != h.size {
                         return Err(PackError::at(
                             offset,
-                            format!("zlib stream inflates to {produced} bytes, not the declared size {}", h.size),
+                            format!("zlib stream inflates to fewer bytes ({produced}) than the declared size {}", h.size),
                         ));
                     }
                     let oid = match hasher {
