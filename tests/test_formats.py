@@ -1,0 +1,231 @@
+"""Property tests for the byte formats: deltas, entry headers, .idx and .rev."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packbuilder import copy_op, insert_ops, ofs_varint, size_varint, type_size
+
+from packorder import _native
+from packorder.errors import CorruptPackError
+from packorder.format import idx as idx_format
+from packorder.format import pack as pack_format
+from packorder.format import rev as rev_format
+
+
+def reference_apply(base: bytes, delta: bytes) -> bytes | None:
+    """Git's delta format, plainly; None where Git would reject the delta."""
+    pos = 0
+
+    def varint() -> int | None:
+        nonlocal pos
+        value = shift = 0
+        while True:
+            if pos >= len(delta):
+                return None
+            b = delta[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return value
+
+    base_size, result_size = varint(), varint()
+    if base_size is None or result_size is None or base_size != len(base):
+        return None
+    out = bytearray()
+    while pos < len(delta):
+        cmd = delta[pos]
+        pos += 1
+        if cmd & 0x80:
+            off = size = 0
+            for i in range(4):
+                if cmd & (1 << i):
+                    if pos >= len(delta):
+                        return None
+                    off |= delta[pos] << (8 * i)
+                    pos += 1
+            for i in range(3):
+                if cmd & (0x10 << i):
+                    if pos >= len(delta):
+                        return None
+                    size |= delta[pos] << (8 * i)
+                    pos += 1
+            size = size or 0x10000
+            if off + size > len(base):
+                return None
+            out += base[off : off + size]
+        elif cmd:
+            if pos + cmd > len(delta):
+                return None
+            out += delta[pos : pos + cmd]
+            pos += cmd
+        else:
+            return None
+        if len(out) > result_size:
+            return None
+    return bytes(out) if len(out) == result_size else None
+
+
+def native_apply(base: bytes, delta: bytes) -> bytes | None:
+    try:
+        return _native.apply_delta(base, delta)
+    except _native.PackFormatError:
+        return None
+
+
+@st.composite
+def valid_deltas(draw: st.DrawFn) -> tuple[bytes, bytes, bytes]:
+    base = draw(st.binary(min_size=1, max_size=3000))
+    ops = bytearray()
+    target = bytearray()
+    for _ in range(draw(st.integers(0, 12))):
+        if draw(st.booleans()):
+            off = draw(st.integers(0, len(base) - 1))
+            size = draw(st.integers(1, len(base) - off))
+            ops += copy_op(off, size)
+            target += base[off : off + size]
+        else:
+            lit = draw(st.binary(min_size=1, max_size=300))
+            ops += insert_ops(lit)
+            target += lit
+    return base, size_varint(len(base)) + size_varint(len(target)) + bytes(ops), bytes(target)
+
+
+@settings(max_examples=300, deadline=None)
+@given(valid_deltas())
+def test_valid_deltas_apply_like_the_reference(case: tuple[bytes, bytes, bytes]) -> None:
+    base, delta, target = case
+    assert reference_apply(base, delta) == target
+    assert native_apply(base, delta) == target
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=200), st.binary(max_size=60))
+def test_arbitrary_deltas_agree_with_the_reference(base: bytes, tail: bytes) -> None:
+    delta = size_varint(len(base)) + size_varint(len(tail)) + tail
+    assert native_apply(base, delta) == reference_apply(base, delta)
+    assert native_apply(base, tail) == reference_apply(base, tail)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([1, 2, 3, 4, 6, 7]), st.integers(0, (1 << 64) - 1), st.integers(1, 1 << 50))
+def test_entry_headers_round_trip(kind: int, size: int, rel: int) -> None:
+    offset = rel + 12 + 7
+    if kind == 6:
+        raw = type_size(kind, size) + ofs_varint(rel)
+        assert pack_format.entry_header(kind, size, rel) == raw
+    elif kind == 7:
+        raw = type_size(kind, size) + b"\x11" * 20
+    else:
+        raw = type_size(kind, size)
+        assert pack_format.entry_header(kind, size) == raw
+    parsed = pack_format.parse_entry_header(raw + b"trailing", offset)
+    assert parsed is not None
+    assert (parsed.kind, parsed.size, parsed.header_len) == (kind, size, len(raw))
+    assert parsed.base_offset == (offset - rel if kind == 6 else None)
+    assert parsed.base_id == (b"\x11" * 20 if kind == 7 else None)
+    assert pack_format.parse_entry_header(raw[:-1], offset) is None
+
+
+def test_entry_header_errors() -> None:
+    with pytest.raises(CorruptPackError):
+        pack_format.parse_entry_header(bytes([0x50, 0]), 12)
+    with pytest.raises(CorruptPackError):
+        pack_format.parse_entry_header(type_size(6, 3) + ofs_varint(100), 50)
+
+
+def reference_idx_v2(names: list[bytes], crcs: list[int], offsets: list[int], checksum: bytes) -> bytes:
+    out = bytearray(b"\xfftOc" + struct.pack(">I", 2))
+    for b in range(256):
+        out += struct.pack(">I", sum(1 for n in names if n[0] <= b))
+    for n in names:
+        out += n
+    for c in crcs:
+        out += struct.pack(">I", c)
+    large = []
+    for o in offsets:
+        if o > 0x7FFFFFFF:
+            out += struct.pack(">I", 0x80000000 | len(large))
+            large.append(o)
+        else:
+            out += struct.pack(">I", o)
+    for o in large:
+        out += struct.pack(">Q", o)
+    out += checksum
+    return bytes(out) + hashlib.sha1(out).digest()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.binary(min_size=20, max_size=20), max_size=60, unique=True),
+    st.data(),
+)
+def test_idx_v2_matches_reference_and_parses_back(names: list[bytes], data: st.DataObject) -> None:
+    names = sorted(names)
+    n = len(names)
+    offsets = data.draw(st.lists(st.integers(12, (1 << 40)), min_size=n, max_size=n))
+    crcs = data.draw(st.lists(st.integers(0, (1 << 32) - 1), min_size=n, max_size=n))
+    checksum = hashlib.sha1(b"pack").digest()
+    buf = io.BytesIO()
+    idx_format.write_v2(
+        buf, b"".join(names), struct.pack(f">{n}I", *crcs), struct.pack(f"={n}Q", *offsets), checksum
+    )
+    assert buf.getvalue() == reference_idx_v2(names, crcs, offsets, checksum)
+    parsed = idx_format.parse(buf.getvalue())
+    assert parsed.version == 2 and parsed.count == n
+    assert [int(o) for o in parsed.offsets] == offsets
+    assert [parsed.name(i) for i in range(n)] == names
+    assert parsed.crcs is not None and [int(c) for c in parsed.crcs] == crcs
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.binary(min_size=20, max_size=20), max_size=40, unique=True), st.data())
+def test_idx_v1_round_trips(names: list[bytes], data: st.DataObject) -> None:
+    names = sorted(names)
+    n = len(names)
+    offsets = data.draw(st.lists(st.integers(12, 0x7FFFFFFF), min_size=n, max_size=n))
+    buf = io.BytesIO()
+    idx_format.write_v1(buf, b"".join(names), struct.pack(f"={n}Q", *offsets), b"\x22" * 20)
+    parsed = idx_format.parse(buf.getvalue())
+    assert parsed.version == 1
+    assert [int(o) for o in parsed.offsets] == offsets
+    assert [parsed.name(i) for i in range(n)] == names
+
+
+def test_idx_rejects_damage() -> None:
+    buf = io.BytesIO()
+    idx_format.write_v2(buf, b"\x01" * 20, struct.pack(">I", 5), struct.pack("=Q", 12), b"\x00" * 20)
+    data = bytearray(buf.getvalue())
+    data[1040] ^= 1
+    with pytest.raises(CorruptPackError, match="checksum"):
+        idx_format.parse(bytes(data))
+    with pytest.raises(CorruptPackError, match="too short"):
+        idx_format.parse(b"\xfftOc")
+
+
+def test_rev_round_trips(tmp_path) -> None:
+    positions = struct.pack(">3I", 2, 0, 1)
+    path = tmp_path / "x.rev"
+    with open(path, "wb") as f:
+        rev_format.write(f, positions, b"\x33" * 20)
+    data = path.read_bytes()
+    assert data[:12] == b"RIDX" + struct.pack(">II", 1, 1)
+    assert len(data) == 12 + 12 + 40
+    assert bytes(rev_format.read_positions(str(path), 3)) == positions
+    path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(CorruptPackError):
+        rev_format.read_positions(str(path), 3)
+
+
+def test_object_ids_match_git_hash_object() -> None:
+    import subprocess
+
+    data = b"some content\n"
+    want = subprocess.run(["git", "hash-object", "--stdin"], input=data, capture_output=True).stdout.strip()
+    assert _native.object_id(3, data).hex() == want.decode()
