@@ -18,10 +18,12 @@ __all__ = [
     "RepositoryError",
     "UsageError",
     "index_pack",
+    "seekstats",
 ]
 
 if TYPE_CHECKING:
     from packorder.indexer import index_pack
+    from packorder.seek.api import seekstats
 
 
 def __getattr__(name: str) -> Any:
@@ -30,4 +32,8 @@ def __getattr__(name: str) -> Any:
         from packorder.indexer import index_pack
 
         return index_pack
+    if name == "seekstats":
+        from packorder.seek.api import seekstats
+
+        return seekstats
     raise AttributeError(f"module 'packorder' has no attribute {name!r}")

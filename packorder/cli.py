@@ -15,6 +15,7 @@ import click
 
 from packorder import progress as progress_mod
 from packorder.errors import Interrupted, PackError, UsageError
+from packorder.seek.command import seekstats_cmd
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -169,6 +170,9 @@ def index_pack_cmd(
         click.echo(f"{'keep' if result.keep else 'pack'}\t{result.checksum}")
     elif not verify:
         click.echo(result.checksum)
+
+
+main.add_command(seekstats_cmd)
 
 
 if __name__ == "__main__":

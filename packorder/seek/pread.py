@@ -9,6 +9,7 @@ chunks of one entry by one thread count once).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tempfile
 from pathlib import Path
@@ -77,9 +78,7 @@ def record(
         log = Path(tmp) / "strace.log"
         argv = [strace, "-f", "-qq", "-s", "0", "-e", "trace=pread64", "-e", "signal=none", "-P", str(pack)]
         argv += ["-o", str(log)]
-        traced = runner.Command(
-            [*argv, "--", *index_pack.argv], index_pack.stdin, index_pack.env, index_pack.cwd, index_pack.hint
-        )
+        traced = dataclasses.replace(index_pack, argv=[*argv, "--", *index_pack.argv])
 
         def seen() -> int:
             return log.stat().st_size // 100 if log.exists() else 0  # about 100 bytes a line

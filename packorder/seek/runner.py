@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packorder.errors import RepositoryError, UsageError
+from packorder.errors import PackError, RepositoryError, UsageError
 from packorder.gitcmd import git_env
 from packorder.progress import ProgressCallback
 
@@ -26,16 +26,17 @@ class Command:
     env: dict[str, str | None] = field(default_factory=dict)  # None: remove from the environment
     cwd: Path | None = None
     hint: str = ""  # added to the error message when the command fails
+    label: str = ""  # how to name the command in messages (default: its argv)
 
     def display(self) -> str:
-        return " ".join(self.argv)
+        return self.label or " ".join(self.argv)
 
 
 def check_program(name: str, what: str) -> str:
     """The path of an executable, or one clear error naming what needs it."""
     found = shutil.which(name)
     if found is None:
-        raise UsageError(f"{name}: not found ({what})")
+        raise PackError(f"{name}: not found ({what})")
     return found
 
 

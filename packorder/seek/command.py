@@ -1,0 +1,168 @@
+"""`packorder seekstats`: the command line of the analyzer.
+
+Registered in `packorder.cli`; it imports nothing heavy at startup (numpy and the analyzer load
+when the command runs), and reaches `packorder.cli`'s helpers (guarded, print_json, parse_size)
+at run time, since that module imports this one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+TAKES_PATH = ("log-path", "blame")  # as workloads.TAKES_PATH, without importing the analyzer
+GIT_ARGS = "packorder.seek.git_args"
+
+
+class SeekCommand(click.Command):
+    """Accepts the spellings `--workload log-path PATH` (the word after a workload that takes a
+    PATH is its PATH unless it starts with '-') and `custom -- GIT ARGS` (everything after the
+    first `--` goes to git)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        args = list(args)
+        if "--" in args:
+            at = args.index("--")
+            ctx.meta[GIT_ARGS] = args[at + 1 :]
+            args = args[:at]
+        out: list[str] = []
+        i = 0
+        while i < len(args):
+            word = args[i]
+            out.append(word)
+            name = None
+            if word in ("--workload", "-w") and i + 1 < len(args):
+                name = args[i + 1]
+                out.append(name)
+                i += 1
+            elif word.startswith("--workload="):
+                name = word.partition("=")[2]
+            if name in TAKES_PATH and i + 1 < len(args) and not args[i + 1].startswith("-"):
+                out += ["--path", args[i + 1]]
+                i += 1
+            i += 1
+        return super().parse_args(ctx, out)
+
+
+def _size(value: str | None) -> int | None:
+    from packorder.cli import parse_size
+
+    return parse_size(value)
+
+
+@click.command(
+    "seekstats",
+    cls=SeekCommand,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.argument("repo", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "-w",
+    "--workload",
+    default="log",
+    show_default=True,
+    metavar="NAME [PATH]",
+    help="log, log-path [PATH], blame [PATH], pack-recent, index-pack, or custom -- GIT ARGS.",
+)
+@click.option("--path", "path", metavar="PATH", help="The PATH of log-path or blame (default: chosen from history).")
+@click.option("--compare", "compare", multiple=True, type=click.Path(path_type=Path), metavar="REPO2",
+              help="Run the same workload on REPO2 too and show it side by side (repeatable).")  # fmt: skip
+@click.option("--git", "git", default="git", show_default=True, help="The git binary the workload runs with.")
+@click.option("--view", type=click.Choice(["raw", "expanded", "both"]), default="both", show_default=True,
+              help="Raw requests as Git logs them, or expanded into the delta chain entries read.")  # fmt: skip
+@click.option("--threshold", default="2m", show_default=True, metavar="SIZE", help="Report seeks shorter than SIZE.")
+@click.option("--near", default="4k", show_default=True, metavar="SIZE",
+              help="Report accesses within SIZE of data read before.")  # fmt: skip
+@click.option("--cache-limit", metavar="SIZE", help="Delta base cache to model (default: core.deltaBaseCacheLimit).")
+@click.option(
+    "--cold", is_flag=True, help="Also time the workload untraced, its packs out of the page cache, then warm."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print the results as CSV, a row per repository and view.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
+              help="Plot the distribution of seek distances, a line per repository.")  # fmt: skip
+@click.option("-v", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
+@click.option("-q", "quiet", is_flag=True, help="No progress, no note of the chosen path.")
+@click.pass_context
+def seekstats_cmd(ctx: click.Context, **options: Any) -> None:
+    """Run a workload on REPO (default: the current repository), record every pack offset it
+    reads, and report seek-distance percentiles the way Git's recency-order study did."""
+    from packorder.cli import guarded
+
+    guarded(_run)(ctx.meta.get(GIT_ARGS, []), **options)
+
+
+def _run(
+    git_args: list[str],
+    repo: Path | None,
+    workload: str,
+    path: str | None,
+    compare: tuple[Path, ...],
+    git: str,
+    view: str,
+    threshold: str,
+    near: str,
+    cache_limit: str | None,
+    cold: bool,
+    as_json: bool,
+    as_csv: bool,
+    plot: Path | None,
+    verbose: bool,
+    quiet: bool,
+) -> None:
+    from packorder import progress as progress_mod
+    from packorder.cli import print_json
+    from packorder.errors import UsageError
+    from packorder.gitcmd import find_git_dir
+    from packorder.seek import api, report, workloads
+
+    if as_json and as_csv:
+        raise UsageError("--json and --csv cannot be used together")
+    spec = workloads.spec(workload, path, tuple(git_args))
+    repos = [repo, *compare]
+    git_dirs = [find_git_dir(r) for r in repos]
+    spec, choice = workloads.resolve(spec, git_dirs[0])
+    if choice is not None and not quiet:
+        click.echo(
+            f"seekstats: {spec.name}: chose {choice.path} "
+            f"(changed by {choice.commits} of the last {choice.scanned} commits)",
+            err=True,
+        )
+    labels = [api.label_of(d) for d in git_dirs]
+    if len(set(labels)) < len(labels):
+        labels = [str(d) for d in git_dirs]
+    views = ("raw", "expanded") if view == "both" else (view,)
+    show = progress_mod.auto(quiet=quiet, force=verbose)
+    results = []
+    try:
+        for where, label in zip(repos, labels, strict=True):
+            results.append(
+                api.seekstats(
+                    where,
+                    spec,
+                    git=git,
+                    views=views,
+                    threshold=_size(threshold) or 0,
+                    near=_size(near) or 0,
+                    cache_limit=_size(cache_limit),
+                    cold=cold,
+                    label=label,
+                    progress=show,
+                )
+            )
+    finally:
+        if isinstance(show, progress_mod.ProgressLine):
+            show.close()
+    if plot is not None:
+        from packorder.seek.plot import plot_cdf
+
+        plotted = "expanded" if results[0].view("expanded") is not None else "raw"
+        plot_cdf(results, plotted, plot)
+    if as_json:
+        print_json(results)
+    elif as_csv:
+        click.echo(report.csv_text(results), nl=False)
+    else:
+        click.echo(report.tables(results), nl=False)

@@ -1,0 +1,196 @@
+"""The workloads: which Git command runs, how its accesses are recorded, and how to run it
+again untraced for cold and warm wall times.
+
+A `Workload` pairs a `record` function (a trace source run on the workload's command) with a
+`timed` function (the same work, untraced). Adding a workload — for example packorder's own
+index-pack, recorded by a source that logs its reads — means writing one `_build_*` function.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packorder.errors import RepositoryError, UsageError
+from packorder.format.layout import PackLayout
+from packorder.format.layout import load as load_layout
+from packorder.gitcmd import Config, run
+from packorder.progress import ProgressCallback
+from packorder.seek import choose, pack_access, pread, runner
+from packorder.seek.trace import Recording, concat
+
+NAMES = ("log", "log-path", "blame", "pack-recent", "index-pack", "custom")
+TAKES_PATH = ("log-path", "blame")
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """What to run: a workload name, its PATH (log-path, blame) or git arguments (custom)."""
+
+    name: str
+    path: str | None = None
+    git_args: tuple[str, ...] = ()
+    chosen: bool = False  # the path was chosen by packorder, not given
+
+    def describe(self) -> str:
+        """The command as the study wrote it."""
+        if self.name == "log":
+            return "git log"
+        if self.name == "log-path":
+            return f"git log -- {self.path}"
+        if self.name == "blame":
+            return f"git blame HEAD -- {self.path}"
+        if self.name == "pack-recent":
+            return "git pack-objects --revs --stdout (HEAD ^refs/tags/*)"
+        if self.name == "index-pack":
+            return "git index-pack"
+        return "git " + " ".join(self.git_args)
+
+
+def spec(name: str, path: str | None = None, git_args: tuple[str, ...] | list[str] = ()) -> WorkloadSpec:
+    """A checked workload spec (the path is chosen later if needed)."""
+    if name not in NAMES:
+        raise UsageError(f"unknown workload '{name}' (choose from {', '.join(NAMES)})")
+    if path is not None and name not in TAKES_PATH:
+        raise UsageError(f"the {name} workload takes no PATH")
+    if name == "custom" and not git_args:
+        raise UsageError("the custom workload needs git arguments after '--', e.g. custom -- log --all")
+    if git_args and name != "custom":
+        raise UsageError(f"git arguments after '--' are for the custom workload, not {name}")
+    if path is not None:
+        path = path.strip("/") if path not in ("/", ".") else path
+        path = path[2:] if path.startswith("./") else path
+        if not path:
+            raise UsageError("empty PATH")
+    return WorkloadSpec(name, path, tuple(git_args))
+
+
+def resolve(workload: WorkloadSpec, git_dir: Path) -> tuple[WorkloadSpec, choose.Choice | None]:
+    """The spec with its path checked at HEAD, or chosen from history when not given."""
+    if workload.name not in TAKES_PATH:
+        return workload, None
+    directory = workload.name == "log-path"
+    if workload.path is None:
+        picked = choose.most_changed(git_dir, directory=directory)
+        return WorkloadSpec(workload.name, picked.path, chosen=True), picked
+    kind = choose.kinds_at_head(git_dir, [workload.path]).get(workload.path)
+    if kind is None:
+        raise RepositoryError(f"{workload.path}: no such path in HEAD")
+    if workload.name == "blame" and kind != "blob":
+        raise RepositoryError(f"{workload.path}: not a file (blame needs a file)")
+    return workload, None
+
+
+@dataclass
+class Workload:
+    spec: WorkloadSpec
+    record: Callable[[ProgressCallback | None], Recording]
+    timed: Callable[[], float]  # one untraced run: its wall time
+    files: list[Path] = field(default_factory=list)  # the pack files it reads (for --cold)
+    layouts: dict[Path, PackLayout] = field(default_factory=dict)  # layouts loaded while recording
+
+
+def pack_files(git_dir: Path) -> list[Path]:
+    """The repository's own packs that have an index."""
+    packs = sorted((git_dir / "objects" / "pack").glob("*.pack"))
+    return [p for p in packs if p.with_suffix(".idx").is_file()]
+
+
+def pack_family(pack: Path) -> list[Path]:
+    return [p for p in (pack.with_suffix(s) for s in (".pack", ".idx", ".rev")) if p.is_file()]
+
+
+def partial_clone_hint(git_dir: Path) -> str:
+    if any((git_dir / "objects" / "pack").glob("*.promisor")):
+        return (
+            "this is a partial clone: an object the command needs may be missing, and packorder never "
+            "fetches (GIT_NO_LAZY_FETCH=1); try another path or workload"
+        )
+    return ""
+
+
+def build(
+    workload: WorkloadSpec, git_dir: Path, git: str, config: Config, cache_limit: int, cwd: Path | None = None
+) -> Workload:
+    """The runnable workload for a resolved spec on the repository at `git_dir`."""
+    files = [f for pack in pack_files(git_dir) for f in pack_family(pack)]
+    if workload.name == "index-pack":
+        return _build_index_pack(workload, git_dir, git, config, cache_limit, files)
+    hint = partial_clone_hint(git_dir)
+    base = [git, "--git-dir", str(git_dir)]
+    stdin = b""
+    work_dir = git_dir
+    env: dict[str, str | None] = {}
+    if workload.name == "log":
+        argv = [*base, "log"]
+    elif workload.name == "log-path":
+        argv = [*base, "log", "--", str(workload.path)]
+    elif workload.name == "blame":
+        argv = [*base, "blame", "HEAD", "--", str(workload.path)]
+    elif workload.name == "pack-recent":
+        tags = run(["for-each-ref", "--format=^%(refname)", "refs/tags"], git_dir=git_dir).stdout
+        stdin = tags + b"HEAD\n"
+        argv = [*base, "pack-objects", "--revs", "--stdout"]
+    else:  # custom: `git ARGS` as if run in the directory the user named
+        argv = [git, *workload.git_args]
+        work_dir = cwd if cwd is not None and cwd.is_dir() else git_dir
+        # Named explicitly, the repository's packs are logged with absolute paths; the work
+        # tree keeps pathspecs relative to the directory, as when git finds them itself.
+        env["GIT_DIR"] = str(git_dir)
+        top = run(["rev-parse", "--show-toplevel"], check=False, cwd=work_dir)
+        if top.returncode == 0 and work_dir.resolve() != git_dir.resolve():
+            env["GIT_WORK_TREE"] = top.stdout.decode().strip()
+    command = runner.Command(argv, stdin, env, work_dir, hint, workload.describe())
+    title = f"Tracing {workload.describe()}"
+    return Workload(
+        workload,
+        record=lambda progress: pack_access.record(command, progress, title),
+        timed=lambda: runner.run(command),
+        files=files,
+    )
+
+
+def _index_pack_command(pack: Path, out_dir: Path, git: str, config: Config, cache_limit: int) -> runner.Command:
+    """`git index-pack -o OUT PACK` outside any repository, so no object is read back for a
+    collision check, with the repository's delta base cache and thread settings."""
+    argv = [git, "-c", f"core.deltaBaseCacheLimit={cache_limit}", "index-pack"]
+    threads = config.get("pack.threads")
+    if threads is not None:
+        argv.append(f"--threads={threads}")
+    argv += ["-o", str(out_dir / "index.idx"), str(pack)]
+    env: dict[str, str | None] = {"GIT_DIR": None, "GIT_WORK_TREE": None, "GIT_CEILING_DIRECTORIES": str(out_dir)}
+    return runner.Command(argv, b"", env, out_dir, label=f"git index-pack {pack}")
+
+
+def _build_index_pack(
+    workload: WorkloadSpec, git_dir: Path, git: str, config: Config, cache_limit: int, files: list[Path]
+) -> Workload:
+    packs = pack_files(git_dir)
+    if not packs:
+        raise RepositoryError(f"{git_dir}: no pack to index")
+    layouts: dict[Path, PackLayout] = {}
+
+    def record(progress: ProgressCallback | None) -> Recording:
+        recordings = []
+        for pack in packs:
+            layouts[pack.resolve()] = layout = load_layout(pack)
+            with tempfile.TemporaryDirectory(prefix="packorder-index-pack-") as tmp:
+                command = _index_pack_command(pack, Path(tmp).resolve(), git, config, cache_limit)
+                title = f"Tracing git index-pack {pack.name}"
+                recordings.append(pread.record(command, pack, layout, progress, title))
+        return Recording(
+            concat([r.trace for r in recordings]),
+            sum(r.seconds for r in recordings),
+            [c for r in recordings for c in r.commands],
+        )
+
+    def timed() -> float:
+        seconds = 0.0
+        for pack in packs:
+            with tempfile.TemporaryDirectory(prefix="packorder-index-pack-") as tmp:
+                seconds += runner.run(_index_pack_command(pack, Path(tmp).resolve(), git, config, cache_limit))
+        return seconds
+
+    return Workload(workload, record, timed, files, layouts)
