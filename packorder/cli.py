@@ -175,5 +175,104 @@ def index_pack_cmd(
 main.add_command(seekstats_cmd)
 
 
+def _human(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.2f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+@main.command("repack", context_settings=CONTEXT)
+@click.argument("repo", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--order",
+    type=click.Choice(["recency", "git", "rev-list", "type"]),
+    default="recency",
+    show_default=True,
+    help="Write order.",
+)
+@click.option("-f", "--no-reuse-delta", is_flag=True, help="Search new deltas instead of reusing stored ones.")
+@click.option("--window", type=click.IntRange(min=0), help="Delta search window (default: pack.window, 10).")
+@click.option("--depth", type=click.IntRange(min=0), help="Longest delta chain (default: pack.depth, 50).")
+@click.option("--threads", type=click.IntRange(min=0), help="Threads (default: pack.threads, or all cores).")
+@click.option("--ref-delta", is_flag=True, help="Write REF_DELTA entries instead of OFS_DELTA.")
+@click.option("--prune-unreachable", is_flag=True, help="Drop unreachable objects older than gc.pruneExpire.")
+@click.option(
+    "-b/-B",
+    "--write-bitmap-index/--no-write-bitmap-index",
+    "write_bitmap",
+    default=None,
+    help="Write a reachability bitmap (default: repack.writeBitmaps, on in bare repositories).",
+)
+@click.option("-n", "--dry-run", is_flag=True, help="Enumerate and order, but write nothing.")
+@click.option("-o", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="Write the pack to DIR only.")
+@click.option(
+    "--verify",
+    type=click.Choice(["full", "crc"]),
+    default="full",
+    show_default=True,
+    help="full: re-index the new pack, hashing every object; crc: check headers and CRCs only.",
+)
+@click.option("-q", "quiet", is_flag=True, help="No progress.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@guarded
+def repack_cmd(
+    repo: Path | None,
+    order: str,
+    no_reuse_delta: bool,
+    window: int | None,
+    depth: int | None,
+    threads: int | None,
+    ref_delta: bool,
+    prune_unreachable: bool,
+    write_bitmap: bool | None,
+    dry_run: bool,
+    output_dir: Path | None,
+    verify: str,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Rewrite REPO's objects into one pack ordered for locality (default: recency)."""
+    from packorder.repack import repack
+
+    show = progress_mod.auto(quiet=quiet)
+    try:
+        result = repack(
+            repo,
+            order=order,
+            no_reuse_delta=no_reuse_delta,
+            window=window,
+            depth=depth,
+            threads=threads,
+            ref_delta=ref_delta,
+            prune_unreachable=prune_unreachable,
+            write_bitmap=write_bitmap,
+            dry_run=dry_run,
+            output_dir=output_dir,
+            verify=verify,
+            progress=show,
+        )
+    finally:
+        if isinstance(show, progress_mod.ProgressLine):
+            show.close()
+    if as_json:
+        print_json(result)
+        return
+    what = "would write" if result.dry_run else "wrote"
+    click.echo(
+        f"{what} {result.objects} objects in {result.order} order: {result.reused_deltas} reused deltas, "
+        f"{result.whole_objects} whole objects ({result.cut_deltas} deltas cut at --depth)"
+    )
+    for pack in result.packs:
+        click.echo(f"  {pack}")
+    if not result.dry_run:
+        click.echo(
+            f"pack size {_human(result.pack_bytes)} (was {_human(result.old_pack_bytes)}), "
+            f"{len(result.removed_packs)} old packs and {result.removed_loose} loose objects removed"
+            + (", bitmap written" if result.bitmap else "")
+        )
+
+
 if __name__ == "__main__":
     main()

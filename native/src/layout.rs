@@ -16,6 +16,7 @@ pub struct Headers {
     pub ref_ids: Vec<[u8; RAWSZ]>,
     /// Size of the object an entry stands for: the entry size for whole objects, the result
     /// size from the delta's header for deltas (found by inflating its first bytes only).
+    /// All zero unless asked for.
     pub object_sizes: Vec<u64>,
 }
 
@@ -23,7 +24,7 @@ const CHUNK: usize = 4 << 20;
 
 /// Parse the entry headers at `offsets` (ascending). Reads the pack in large chunks, skipping
 /// none of it in between: one sequential pass is faster than a positioned read per entry.
-pub fn read_headers(pack: &PackFile, offsets: &[u64]) -> Result<Headers> {
+pub fn read_headers(pack: &PackFile, offsets: &[u64], with_object_sizes: bool) -> Result<Headers> {
     let n = offsets.len();
     let mut h = Headers {
         kinds: Vec::with_capacity(n),
@@ -56,7 +57,9 @@ pub fn read_headers(pack: &PackFile, offsets: &[u64]) -> Result<Headers> {
         let from = (off - start) as usize;
         let head = parse_header(&buf[from..filled], off)?
             .ok_or_else(|| PackError::at(off, "entry header is cut off by the end of the pack"))?;
-        let object_size = if is_delta(head.kind) {
+        let object_size = if !with_object_sizes {
+            0
+        } else if is_delta(head.kind) {
             delta_result_size(pack, &mut stream, off + head.header_len as u64, limit, off)?
         } else {
             head.size

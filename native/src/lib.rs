@@ -3,16 +3,21 @@
 pub mod delta;
 pub mod entry;
 pub mod error;
+pub mod graph;
 pub mod hash;
 pub mod inflate;
 pub mod layout;
+pub mod loose;
 pub mod progress;
 mod py_index;
+mod py_write;
 pub mod resolve;
+pub mod revlist;
 pub mod scan;
 pub mod source;
 pub mod table;
 pub mod thin;
+pub mod writer;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -143,18 +148,21 @@ impl Sha1 {
 /// The entry headers at `offsets` (native u64s, ascending) of the pack at `path`:
 /// (kinds, sizes as u64s, header lengths, OFS base offsets as u64s (0 if none), REF base
 /// ids (20 zero bytes if none), object sizes as u64s), each a bytes object in the order of
-/// `offsets`. Object sizes of deltas come from the delta header (their first bytes inflated).
+/// `offsets`. Object sizes of deltas come from the delta header (their first bytes inflated);
+/// with `object_sizes=False` they are not read (all zero), which saves an inflate a delta.
 #[pyfunction]
+#[pyo3(signature = (path, offsets, object_sizes=true))]
 fn read_entry_headers<'py>(
     py: Python<'py>,
     path: std::path::PathBuf,
     offsets: &[u8],
+    object_sizes: bool,
 ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
     let offs: Vec<u64> = offsets.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect();
     let h = py
         .detach(|| {
             let pack = source::PackFile::open(&path, false)?;
-            layout::read_headers(&pack, &offs)
+            layout::read_headers(&pack, &offs, object_sizes)
         })
         .map_err(to_py_err)?;
     let sizes: Vec<u8> = h.sizes.iter().flat_map(|v| v.to_ne_bytes()).collect();
@@ -174,14 +182,124 @@ fn read_entry_headers<'py>(
     )
 }
 
+/// CRC32 of each byte range `[starts[i], ends[i])` (native u64s) of the file at `path`, as
+/// big-endian u32s: to check a written pack against what the writer meant to write.
+#[pyfunction]
+fn range_crcs<'py>(py: Python<'py>, path: std::path::PathBuf, starts: &[u8], ends: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let to_u64 = |b: &[u8]| -> Vec<u64> { b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect() };
+    let (starts, ends) = (to_u64(starts), to_u64(ends));
+    let out = py
+        .detach(|| -> error::Result<Vec<u8>> {
+            let pack = source::PackFile::open(&path, false)?;
+            let mut out = Vec::with_capacity(starts.len() * 4);
+            let mut buf = vec![0u8; 1 << 20];
+            for (&s, &e) in starts.iter().zip(&ends) {
+                let mut crc = crc32fast::Hasher::new();
+                let mut at = s;
+                while at < e {
+                    let n = pack.read_upto(&mut buf, at, e)?;
+                    if n == 0 {
+                        return Err(error::PackError::at(at, "file ends early"));
+                    }
+                    crc.update(&buf[..n]);
+                    at += n as u64;
+                }
+                out.extend_from_slice(&crc.finalize().to_be_bytes());
+            }
+            Ok(out)
+        })
+        .map_err(to_py_err)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Plain SHA-1 of the first `length` bytes of the file at `path`.
+#[pyfunction]
+fn file_sha1<'py>(py: Python<'py>, path: std::path::PathBuf, length: u64) -> PyResult<Bound<'py, PyBytes>> {
+    let sum = py
+        .detach(|| -> error::Result<[u8; 20]> {
+            let pack = source::PackFile::open(&path, false)?;
+            let mut h = hash::FileChecksum::default();
+            let mut buf = vec![0u8; 1 << 20];
+            let mut at = 0;
+            while at < length {
+                let n = pack.read_upto(&mut buf, at, length)?;
+                if n == 0 {
+                    return Err(error::PackError::at(at, "file ends early"));
+                }
+                h.update(&buf[..n]);
+                at += n as u64;
+            }
+            Ok(h.finish())
+        })
+        .map_err(to_py_err)?;
+    Ok(PyBytes::new(py, &sum))
+}
+
+fn i64s(b: &[u8]) -> Vec<i64> {
+    b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect()
+}
+
+fn check_nodes(values: &[i64], n: usize, what: &str) -> PyResult<()> {
+    if values.iter().any(|&v| v < -1 || v >= n as i64) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("{what} out of range")));
+    }
+    Ok(())
+}
+
+/// graph::add_families over native i64 arrays and one flag byte a node:
+/// returns (the nodes added as native i64s, the updated flags).
+#[pyfunction]
+fn add_families<'py>(
+    py: Python<'py>,
+    roots: &[u8],
+    start: &[u8],
+    child: &[u8],
+    filled: &[u8],
+) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+    let (roots, start, child) = (i64s(roots), i64s(start), i64s(child));
+    let n = start.len().saturating_sub(1);
+    check_nodes(&roots, n, "root")?;
+    check_nodes(&child, n, "child")?;
+    if filled.len() != n || start.iter().any(|&s| s < 0 || s as usize > child.len()) {
+        return Err(pyo3::exceptions::PyValueError::new_err("arrays do not describe one forest"));
+    }
+    let mut flags: Vec<bool> = filled.iter().map(|&b| b != 0).collect();
+    let mut out = Vec::new();
+    graph::add_families(&roots, &start, &child, &mut flags, &mut out);
+    let added: Vec<u8> = out.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let flags: Vec<u8> = flags.iter().map(|&b| u8::from(b)).collect();
+    pyo3::types::PyTuple::new(py, [PyBytes::new(py, &added), PyBytes::new(py, &flags)])
+}
+
+/// graph::bases_first over native i64 arrays.
+#[pyfunction]
+fn bases_first<'py>(py: Python<'py>, order: &[u8], base: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let (order, base) = (i64s(order), i64s(base));
+    check_nodes(&base, base.len(), "base")?;
+    if order.iter().any(|&v| v < 0 || v as usize >= base.len()) {
+        return Err(pyo3::exceptions::PyValueError::new_err("order out of range"));
+    }
+    let out = graph::bases_first(&order, &base)
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("delta cycle"))?;
+    Ok(PyBytes::new(py, &out.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>()))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PackFormatError", m.py().get_type::<PackFormatError>())?;
     m.add_class::<py_index::PackIndexer>()?;
     m.add_class::<Sha1>()?;
+    m.add_class::<py_write::RevList>()?;
+    m.add_class::<py_write::PackWriter>()?;
+    m.add_function(wrap_pyfunction!(py_write::loose_header, m)?)?;
+    m.add_function(wrap_pyfunction!(py_write::read_loose, m)?)?;
     m.add_function(wrap_pyfunction!(object_id, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
     m.add_function(wrap_pyfunction!(read_entry_headers, m)?)?;
+    m.add_function(wrap_pyfunction!(range_crcs, m)?)?;
+    m.add_function(wrap_pyfunction!(add_families, m)?)?;
+    m.add_function(wrap_pyfunction!(bases_first, m)?)?;
+    m.add_function(wrap_pyfunction!(file_sha1, m)?)?;
     m.add_function(wrap_pyfunction!(apply_delta, m)?)?;
     m.add_function(wrap_pyfunction!(parse_entry_header, m)?)?;
     m.add_function(wrap_pyfunction!(encode_entry_header, m)?)?;

@@ -26,11 +26,22 @@ class PackLayout:
     ends: np.ndarray  # uint64: the next entry's offset, or the trailer's
     kinds: np.ndarray  # uint8: stored type (1-4 whole, 6 OFS_DELTA, 7 REF_DELTA)
     sizes: np.ndarray  # uint64: inflated size of the entry's data (object or delta)
-    object_sizes: np.ndarray  # uint64: size of the object the entry stands for
     header_lens: np.ndarray  # uint8
     base: np.ndarray  # int64: pack position of the delta base, NO_BASE if whole or not in pack
     oids: np.ndarray  # (count, 20) uint8, in pack order
     checksum: bytes
+    _object_sizes: np.ndarray | None = None
+
+    @property
+    def object_sizes(self) -> np.ndarray:
+        """uint64: size of the object each entry stands for (read from delta headers once)."""
+        if self._object_sizes is None:
+            try:
+                out = _native.read_entry_headers(str(self.pack_path), self.offsets.tobytes(), True)
+            except _native.PackFormatError as e:
+                raise CorruptPackError(e.args[0], e.args[1], str(self.pack_path)) from None
+            self._object_sizes = np.frombuffer(out[5], dtype=np.uint64)
+        return self._object_sizes
 
     @property
     def count(self) -> int:
@@ -106,12 +117,11 @@ def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None
         ends[:-1] = offsets[1:]
         ends[-1] = size - RAWSZ
     try:
-        kinds_b, sizes_b, hlen_b, ofs_b, ids_b, osz_b = _native.read_entry_headers(str(pack_path), offsets.tobytes())
+        kinds_b, sizes_b, hlen_b, ofs_b, ids_b, _ = _native.read_entry_headers(str(pack_path), offsets.tobytes(), False)
     except _native.PackFormatError as e:
         raise CorruptPackError(e.args[0], e.args[1], str(pack_path)) from None
     kinds = np.frombuffer(kinds_b, dtype=np.uint8)
     sizes = np.frombuffer(sizes_b, dtype=np.uint64)
-    object_sizes = np.frombuffer(osz_b, dtype=np.uint64)
     header_lens = np.frombuffer(hlen_b, dtype=np.uint8)
     ofs_bases = np.frombuffer(ofs_b, dtype=np.uint64)
     base = np.full(len(offsets), NO_BASE, dtype=np.int64)
@@ -136,4 +146,4 @@ def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None
         pos = np.full(len(want), NO_BASE, dtype=np.int64)
         pos[hit] = np.searchsorted(offsets, index.offsets[at_c[hit]])
         base[ref] = pos
-    return PackLayout(pack_path, offsets, ends, kinds, sizes, object_sizes, header_lens, base, oids, index.pack_checksum)
+    return PackLayout(pack_path, offsets, ends, kinds, sizes, header_lens, base, oids, index.pack_checksum)

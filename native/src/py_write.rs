@@ -1,0 +1,210 @@
+//! The Python face of the pack writer and of the enumeration helpers repack needs.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+
+use crate::entry::{ObjectId, RAWSZ};
+use crate::error::PackError;
+use crate::progress::Progress;
+use crate::revlist::RevListParser;
+use crate::source::PackFile;
+use crate::to_py_err;
+use crate::writer::{write_pack, Plan, Source};
+
+fn u64s(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect()
+}
+
+fn i64s(b: &[u8]) -> Vec<i64> {
+    b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect()
+}
+
+fn u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap_or([0; 4]))).collect()
+}
+
+fn ids(b: &[u8]) -> Vec<ObjectId> {
+    b.chunks_exact(RAWSZ).map(|c| c.try_into().unwrap_or([0; RAWSZ])).collect()
+}
+
+fn bad_plan(what: &str) -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(format!("bad pack plan: {what}"))
+}
+
+/// Parses `git rev-list --objects` output fed in chunks.
+#[pyclass(module = "packorder._native")]
+#[derive(Default)]
+pub struct RevList(RevListParser);
+
+#[pymethods]
+impl RevList {
+    #[new]
+    fn new() -> Self {
+        RevList::default()
+    }
+
+    fn feed(&mut self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
+        let p = &mut self.0;
+        py.detach(|| p.feed(data)).map_err(to_py_err)
+    }
+
+    /// (ids, name hashes as native u32s, has-name flags, missing ids).
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        self.0.finish().map_err(to_py_err)?;
+        let p = std::mem::take(&mut self.0);
+        let oids: Vec<u8> = p.oids.iter().flatten().copied().collect();
+        let hashes: Vec<u8> = p.name_hashes.iter().flat_map(|h| h.to_ne_bytes()).collect();
+        let named: Vec<u8> = p.has_name.iter().map(|&b| u8::from(b)).collect();
+        let missing: Vec<u8> = p.missing.iter().flatten().copied().collect();
+        PyTuple::new(
+            py,
+            [PyBytes::new(py, &oids), PyBytes::new(py, &hashes), PyBytes::new(py, &named), PyBytes::new(py, &missing)],
+        )
+    }
+}
+
+/// (type, size) of the loose object file at `path`.
+#[pyfunction]
+pub fn loose_header(py: Python<'_>, path: PathBuf) -> PyResult<(u8, u64)> {
+    py.detach(|| crate::loose::loose_header(&path)).map_err(to_py_err)
+}
+
+/// (type, content) of the loose object file at `path`.
+#[pyfunction]
+pub fn read_loose<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(u8, Bound<'py, PyBytes>)> {
+    let (kind, data) = py.detach(|| crate::loose::read_loose(&path, u64::MAX >> 1)).map_err(to_py_err)?;
+    Ok((kind, PyBytes::new(py, &data)))
+}
+
+/// Writes one pack from a plan; see writer.rs for the meaning of each column.
+#[pyclass(frozen, module = "packorder._native")]
+pub struct PackWriter {
+    progress: Arc<Progress>,
+    job: Mutex<Option<(Vec<Source>, Plan)>>,
+}
+
+type Col<'py> = Bound<'py, PyBytes>;
+type SourceArgs<'py> = (PathBuf, Col<'py>, Col<'py>, Col<'py>, Col<'py>, Col<'py>, Col<'py>, Col<'py>);
+
+#[pymethods]
+impl PackWriter {
+    /// sources: [(path, offsets u64, ends u64, header_lens u8, kinds u8, sizes u64, bases i64,
+    /// crcs u32)], arrays native-endian in pack order. Plan columns: how u8, src u32, pos u64,
+    /// base i64, kinds u8, oids (20 bytes each); loose: paths; new_deltas: bytes each.
+    #[new]
+    #[pyo3(signature = (sources, how, src, pos, base, kinds, oids, loose, new_deltas, ref_delta, level, object_limit))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        sources: Vec<SourceArgs<'_>>,
+        how: &[u8],
+        src: &[u8],
+        pos: &[u8],
+        base: &[u8],
+        kinds: &[u8],
+        oids: &[u8],
+        loose: Vec<PathBuf>,
+        new_deltas: Vec<Col<'_>>,
+        ref_delta: bool,
+        level: u32,
+        object_limit: u64,
+    ) -> PyResult<Self> {
+        let mut srcs = Vec::with_capacity(sources.len());
+        for (path, offsets, ends, header_lens, skinds, sizes, bases, crcs) in sources {
+            let pack = PackFile::open(&path, false).map_err(to_py_err)?;
+            let s = Source {
+                pack,
+                path,
+                offsets: u64s(offsets.as_bytes()),
+                ends: u64s(ends.as_bytes()),
+                header_lens: header_lens.as_bytes().to_vec(),
+                kinds: skinds.as_bytes().to_vec(),
+                sizes: u64s(sizes.as_bytes()),
+                bases: i64s(bases.as_bytes()),
+                crcs: u32s(crcs.as_bytes()),
+            };
+            let n = s.offsets.len();
+            let crcs_ok = s.crcs.is_empty() || s.crcs.len() == n;
+            if !crcs_ok
+                || [s.ends.len(), s.header_lens.len(), s.kinds.len(), s.sizes.len(), s.bases.len()].iter().any(|&l| l != n)
+            {
+                return Err(bad_plan("source columns differ in length"));
+            }
+            if s.bases.iter().any(|&b| b >= n as i64) {
+                return Err(bad_plan("source base out of range"));
+            }
+            srcs.push(s);
+        }
+        let plan = Plan {
+            how: how.to_vec(),
+            src: u32s(src),
+            pos: u64s(pos),
+            base: i64s(base),
+            kinds: kinds.to_vec(),
+            oids: ids(oids),
+            loose,
+            new_deltas: new_deltas.iter().map(|d| d.as_bytes().to_vec()).collect(),
+            ref_delta,
+            level,
+            object_limit,
+        };
+        let n = plan.how.len();
+        if [plan.src.len(), plan.pos.len(), plan.base.len(), plan.kinds.len(), plan.oids.len()].iter().any(|&l| l != n) {
+            return Err(bad_plan("plan columns differ in length"));
+        }
+        for i in 0..n {
+            let ok = match plan.how[i] {
+                crate::writer::COPY_WHOLE | crate::writer::COPY_DELTA | crate::writer::FROM_PACK => srcs
+                    .get(plan.src[i] as usize)
+                    .is_some_and(|s| (plan.pos[i] as usize) < s.offsets.len()),
+                crate::writer::FROM_LOOSE => (plan.src[i] as usize) < plan.loose.len(),
+                crate::writer::NEW_DELTA => (plan.src[i] as usize) < plan.new_deltas.len(),
+                _ => false,
+            };
+            if !ok {
+                return Err(bad_plan(&format!("entry {i} refers to nothing")));
+            }
+        }
+        Ok(PackWriter { progress: Arc::new(Progress::default()), job: Mutex::new(Some((srcs, plan))) })
+    }
+
+    /// Write the pack to `path`; returns (offsets as native u64s, crcs as big-endian u32s,
+    /// checksum, pack size). Nothing is left at `path` on failure.
+    fn write<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyTuple>> {
+        let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some((sources, plan)) = job else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("this writer has already run"));
+        };
+        let progress = self.progress.clone();
+        progress.start(1, plan.how.len() as u64);
+        let written = py
+            .detach(|| {
+                let r = write_pack(&path, &sources, &plan, &progress);
+                if r.is_err() {
+                    let _ = std::fs::remove_file(&path);
+                }
+                r
+            })
+            .map_err(|e: PackError| to_py_err(e))?;
+        let offsets: Vec<u8> = written.offsets.iter().flat_map(|o| o.to_ne_bytes()).collect();
+        let crcs: Vec<u8> = written.crcs.iter().flat_map(|c| c.to_be_bytes()).collect();
+        let items: [Py<PyAny>; 4] = [
+            PyBytes::new(py, &offsets).into_any().unbind(),
+            PyBytes::new(py, &crcs).into_any().unbind(),
+            PyBytes::new(py, &written.checksum).into_any().unbind(),
+            written.size.into_pyobject(py)?.into_any().unbind(),
+        ];
+        PyTuple::new(py, items)
+    }
+
+    fn progress(&self) -> (u8, u64, u64) {
+        self.progress.snapshot()
+    }
+
+    fn cancel(&self) {
+        self.progress.cancelled.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,239 @@
+//! Writing a pack from a plan: entries reused byte for byte from existing packs (their CRC
+//! checked against the source index first, so corruption is never copied), deltas reused
+//! with a new header, and objects compressed anew (from a source pack's delta chain, a loose
+//! object, or a delta computed for this pack).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::delta::apply_delta;
+use crate::entry::{encode_ofs, encode_type_size, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ};
+use crate::error::{PackError, Result};
+use crate::hash::FileChecksum;
+use crate::inflate::Inflater;
+use crate::progress::Progress;
+use crate::source::PackFile;
+
+/// How one output entry is produced.
+pub const COPY_WHOLE: u8 = 0;
+pub const COPY_DELTA: u8 = 1;
+pub const FROM_PACK: u8 = 2;
+pub const FROM_LOOSE: u8 = 3;
+pub const NEW_DELTA: u8 = 4;
+
+/// One existing pack as the plan refers to it: arrays in pack order.
+pub struct Source {
+    pub pack: PackFile,
+    pub path: PathBuf,
+    pub offsets: Vec<u64>,
+    pub ends: Vec<u64>,
+    pub header_lens: Vec<u8>,
+    pub kinds: Vec<u8>,
+    pub sizes: Vec<u64>,
+    /// Pack position of each entry's delta base, -1 for whole objects.
+    pub bases: Vec<i64>,
+    /// CRC32 of each raw entry from the source's index; empty for a v1 index, which has none
+    /// (then the final verification of the new pack is what catches a corrupt source).
+    pub crcs: Vec<u32>,
+}
+
+/// The plan, one element per output entry, in write order.
+pub struct Plan {
+    pub how: Vec<u8>,
+    /// Source pack index (COPY_*, FROM_PACK), loose path index (FROM_LOOSE), new-delta index
+    /// (NEW_DELTA).
+    pub src: Vec<u32>,
+    /// Pack position in the source (COPY_*, FROM_PACK).
+    pub pos: Vec<u64>,
+    /// Output index of the delta base (COPY_DELTA, NEW_DELTA), else -1.
+    pub base: Vec<i64>,
+    /// Object type (1-4) of the object the entry stands for.
+    pub kinds: Vec<u8>,
+    pub oids: Vec<ObjectId>,
+    pub loose: Vec<PathBuf>,
+    /// Delta data computed for this pack (NEW_DELTA), each applying to the entry's base.
+    pub new_deltas: Vec<Vec<u8>>,
+    pub ref_delta: bool,
+    pub level: u32,
+    pub object_limit: u64,
+}
+
+pub struct Written {
+    pub offsets: Vec<u64>,
+    pub crcs: Vec<u32>,
+    pub checksum: ObjectId,
+    pub size: u64,
+}
+
+struct Out {
+    w: BufWriter<File>,
+    sum: FileChecksum,
+    at: u64,
+}
+
+impl Out {
+    fn put(&mut self, data: &[u8], crc: &mut crc32fast::Hasher) -> Result<()> {
+        self.w.write_all(data).map_err(|e| PackError::io("cannot write the new pack", e))?;
+        self.sum.update(data);
+        crc.update(data);
+        self.at += data.len() as u64;
+        Ok(())
+    }
+}
+
+fn src_err(src: &Source, offset: u64, what: &str) -> PackError {
+    PackError::at(offset, format!("{} is corrupt: {what}; nothing was changed", src.path.display()))
+}
+
+/// Copy entry `pos` of `src` to the output; the source's bytes must match its index's CRC.
+/// With `skip_header`, the entry's own header is not copied (a new one was written).
+fn copy_entry(
+    src: &Source,
+    pos: usize,
+    skip_header: bool,
+    out: &mut Out,
+    crc: &mut crc32fast::Hasher,
+    buf: &mut Vec<u8>,
+) -> Result<()> {
+    let (start, end) = (src.offsets[pos], src.ends[pos]);
+    let hlen = src.header_lens[pos] as u64;
+    let mut src_crc = crc32fast::Hasher::new();
+    let want = ((end - start) as usize).min(1 << 20);
+    if buf.len() < want {
+        buf.resize(want, 0);
+    }
+    let mut at = start;
+    while at < end {
+        let n = ((end - at) as usize).min(buf.len());
+        src.pack.read_exact_at(&mut buf[..n], at)?;
+        src_crc.update(&buf[..n]);
+        let skip = if skip_header && at < start + hlen { (start + hlen - at) as usize } else { 0 };
+        out.put(&buf[skip..n], crc)?;
+        at += n as u64;
+    }
+    if !src.crcs.is_empty() && src_crc.finalize() != src.crcs[pos] {
+        return Err(src_err(src, start, "an entry's bytes do not match the CRC in its index"));
+    }
+    Ok(())
+}
+
+/// The object entry `pos` of `src` stands for, resolved through its delta chain.
+fn materialize(src: &Source, pos: usize, inflater: &mut Inflater, limit: u64) -> Result<Vec<u8>> {
+    let mut chain = vec![pos];
+    while src.bases[*chain.last().unwrap_or(&pos)] >= 0 {
+        let next = src.bases[*chain.last().unwrap_or(&pos)] as usize;
+        if chain.len() > src.offsets.len() {
+            return Err(src_err(src, src.offsets[pos], "delta cycle"));
+        }
+        chain.push(next);
+    }
+    let inflate = |i: usize, inflater: &mut Inflater| -> Result<Vec<u8>> {
+        let (start, end) = (src.offsets[i] + src.header_lens[i] as u64, src.ends[i]);
+        if src.sizes[i] > limit {
+            return Err(src_err(src, src.offsets[i], "object too large for memory"));
+        }
+        let mut raw = vec![0u8; (end - start) as usize];
+        src.pack.read_exact_at(&mut raw, start)?;
+        inflater
+            .inflate_to_vec(&raw, src.sizes[i] as usize)
+            .map(|(v, _)| v)
+            .map_err(|f| src_err(src, src.offsets[i], &f.describe(src.sizes[i])))
+    };
+    let root = chain.pop().unwrap_or(pos);
+    let mut data = inflate(root, inflater)?;
+    while let Some(i) = chain.pop() {
+        let delta = inflate(i, inflater)?;
+        data = apply_delta(&data, &delta, src.offsets[i], limit)?;
+    }
+    Ok(data)
+}
+
+fn deflate(data: &[u8], level: u32) -> Result<Vec<u8>> {
+    let mut z = flate2::write::ZlibEncoder::new(Vec::with_capacity(data.len() / 2 + 64), flate2::Compression::new(level));
+    z.write_all(data).map_err(|e| PackError::io("cannot compress", e))?;
+    z.finish().map_err(|e| PackError::io("cannot compress", e))
+}
+
+/// Write the pack of `plan` to `path`.
+pub fn write_pack(path: &Path, sources: &[Source], plan: &Plan, progress: &Progress) -> Result<Written> {
+    let n = plan.how.len();
+    let count = u32::try_from(n).map_err(|_| PackError::general("too many objects for one pack"))?;
+    let file = File::create(path).map_err(|e| PackError::io(&format!("cannot create {}", path.display()), e))?;
+    let mut out = Out { w: BufWriter::with_capacity(1 << 20, file), sum: FileChecksum::default(), at: 0 };
+    let mut head = Vec::with_capacity(12);
+    head.extend_from_slice(b"PACK");
+    head.extend_from_slice(&2u32.to_be_bytes());
+    head.extend_from_slice(&count.to_be_bytes());
+    out.put(&head, &mut crc32fast::Hasher::new())?;
+    let mut offsets = Vec::with_capacity(n);
+    let mut crcs = Vec::with_capacity(n);
+    let mut inflater = Inflater::new();
+    let mut header = Vec::with_capacity(32);
+    let mut copy_buf = Vec::new();
+    for i in 0..n {
+        if i % 1024 == 0 {
+            progress.check_cancelled()?;
+        }
+        let offset = out.at;
+        offsets.push(offset);
+        let mut crc = crc32fast::Hasher::new();
+        let how = plan.how[i];
+        header.clear();
+        let delta_header = |header: &mut Vec<u8>, size: u64| -> Result<()> {
+            let b = plan.base[i];
+            if b < 0 || b as usize >= i {
+                return Err(PackError::general(format!("plan error: entry {i} has its base after it")));
+            }
+            if plan.ref_delta {
+                encode_type_size(OBJ_REF_DELTA, size, header);
+                header.extend_from_slice(&plan.oids[b as usize]);
+            } else {
+                encode_type_size(OBJ_OFS_DELTA, size, header);
+                encode_ofs(offset - offsets[b as usize], header);
+            }
+            Ok(())
+        };
+        match how {
+            COPY_WHOLE => {
+                let src = &sources[plan.src[i] as usize];
+                copy_entry(src, plan.pos[i] as usize, false, &mut out, &mut crc, &mut copy_buf)?;
+            }
+            COPY_DELTA => {
+                let src = &sources[plan.src[i] as usize];
+                let pos = plan.pos[i] as usize;
+                delta_header(&mut header, src.sizes[pos])?;
+                out.put(&header, &mut crc)?;
+                copy_entry(src, pos, true, &mut out, &mut crc, &mut copy_buf)?;
+            }
+            FROM_PACK | FROM_LOOSE => {
+                let (kind, data) = if how == FROM_PACK {
+                    let src = &sources[plan.src[i] as usize];
+                    (plan.kinds[i], materialize(src, plan.pos[i] as usize, &mut inflater, plan.object_limit)?)
+                } else {
+                    crate::loose::read_loose(&plan.loose[plan.src[i] as usize], plan.object_limit)?
+                };
+                if kind != plan.kinds[i] {
+                    return Err(PackError::general(format!("object {} changed type", crate::hash::hex(&plan.oids[i]))));
+                }
+                encode_type_size(kind, data.len() as u64, &mut header);
+                out.put(&header, &mut crc)?;
+                out.put(&deflate(&data, plan.level)?, &mut crc)?;
+            }
+            NEW_DELTA => {
+                let delta = &plan.new_deltas[plan.src[i] as usize];
+                delta_header(&mut header, delta.len() as u64)?;
+                out.put(&header, &mut crc)?;
+                out.put(&deflate(delta, plan.level)?, &mut crc)?;
+            }
+            _ => return Err(PackError::general(format!("plan error: unknown entry kind {how}"))),
+        }
+        crcs.push(crc.finalize());
+        progress.add(1);
+    }
+    let checksum = out.sum.clone().finish();
+    out.w.write_all(&checksum).map_err(|e| PackError::io("cannot write the new pack", e))?;
+    let file = out.w.into_inner().map_err(|e| PackError::io("cannot write the new pack", e.into_error()))?;
+    file.sync_all().map_err(|e| PackError::io("cannot sync the new pack", e))?;
+    Ok(Written { offsets, crcs, checksum, size: out.at + RAWSZ as u64 })
+}

@@ -1,0 +1,436 @@
+"""`packorder repack`: enumerate -> select deltas -> order -> write -> verify -> install.
+
+Nothing the repository had is removed before the new pack, its .idx and .rev are complete,
+synced to disk and verified to hold every object they replace. Packs with a .keep file are
+left alone; objects of .promisor packs go to a new promisor pack; a lock keeps two repacks
+apart; packs and loose objects that appear during the repack (a concurrent push) are never
+touched, because only what was enumerated at the start can be removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from packorder import deltas as deltas_mod
+from packorder import gitcmd
+from packorder import order as order_mod
+from packorder import writer as writer_mod
+from packorder.errors import PackError, RepositoryError, UsageError
+from packorder.indexer import peak_rss, physical_memory
+from packorder.progress import ProgressCallback
+from packorder.repo import LOOSE, ObjectTable, Repository, enumerate_objects, open_repository
+
+ORDER_FUNCS = {
+    "recency": order_mod.recency,
+    "git": order_mod.git_write_order,
+    "rev-list": order_mod.rev_list,
+    "type": order_mod.by_type,
+}
+DEFAULT_PRUNE_GRACE = 14 * 24 * 3600
+
+
+@dataclass
+class RepackResult:
+    git_dir: Path
+    packs: list[Path]
+    order: str
+    objects: int
+    reachable: int
+    unreachable_kept: int
+    unreachable_pruned: int
+    reused_deltas: int
+    cut_deltas: int
+    whole_objects: int
+    pack_bytes: int
+    old_pack_bytes: int
+    removed_packs: list[Path]
+    removed_loose: int
+    kept_packs: list[Path]
+    promisor: bool
+    bitmap: bool
+    dry_run: bool
+    verify: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    peak_rss_bytes: int = 0
+
+
+@dataclass
+class _Options:
+    order: str
+    no_reuse_delta: bool
+    window: int
+    depth: int
+    threads: int
+    ref_delta: bool
+    level: int
+    write_bitmap: bool
+    verify: str
+    prune_grace: int
+
+
+def _options(
+    repo: Repository,
+    order: str,
+    no_reuse_delta: bool,
+    window: int | None,
+    depth: int | None,
+    threads: int | None,
+    ref_delta: bool,
+    write_bitmap: bool | None,
+    verify: str,
+) -> _Options:
+    if order not in ORDER_FUNCS:
+        raise UsageError(f"unknown order '{order}' (choose from {', '.join(ORDER_FUNCS)})")
+    if verify not in writer_mod.VERIFY_MODES:
+        raise UsageError(f"unknown verification '{verify}' (choose from {', '.join(writer_mod.VERIFY_MODES)})")
+    cfg = repo.config
+    window = cfg.get_int("pack.window", 10) if window is None else window
+    depth = cfg.get_int("pack.depth", 50) if depth is None else depth
+    if window < 0 or depth < 0:
+        raise UsageError("--window and --depth take non-negative numbers")
+    if depth > 4095:
+        depth = 4095  # Git's limit
+    threads = threads or cfg.get_int("pack.threads", 0) or os.cpu_count() or 1
+    level = cfg.get_int("pack.compression", cfg.get_int("core.compression", -1))
+    level = 6 if level < 0 else min(level, 9)
+    if not ref_delta and not cfg.get_bool("repack.useDeltaBaseOffset", True):
+        ref_delta = True
+    if write_bitmap is None:
+        configured = cfg.get("repack.writeBitmaps")
+        if configured is not None:
+            write_bitmap = gitcmd.parse_bool(configured)
+        else:
+            write_bitmap = repo.bare and not repo.has_promisor_packs and not any(p.keep for p in repo.packs)
+    expire = cfg.get("gc.pruneExpire")
+    grace = DEFAULT_PRUNE_GRACE
+    if expire is not None:
+        if expire.strip() == "now":
+            grace = 0
+        elif expire.strip() == "never":
+            grace = -1
+        elif expire.strip().isdigit():
+            grace = int(expire)
+    return _Options(order, no_reuse_delta, window, depth, threads, ref_delta, level, write_bitmap, verify, grace)
+
+
+def _source_mtime(repo: Repository, table: ObjectTable, row: int) -> float:
+    s = int(table.source[row])
+    if s == LOOSE:
+        return repo.loose.paths[int(table.pos[row])].stat().st_mtime
+    return repo.packs[s].mtime
+
+
+def _prune(repo: Repository, table: ObjectTable, grace: int) -> tuple[ObjectTable, np.ndarray]:
+    """Drop unreachable objects whose file is older than the grace period: a push writes its
+    objects before its refs, so young unreachable objects may be about to become reachable."""
+    none = np.zeros((0, table.oids.shape[1]), dtype=np.uint8)
+    if grace < 0:
+        return table, none
+    now = time.time()
+    unreachable = np.flatnonzero(~table.reachable)
+    old = [r for r in unreachable if now - _source_mtime(repo, table, int(r)) >= grace]
+    if not old:
+        return table, none
+    keep = np.ones(table.count, dtype=bool)
+    keep[old] = False
+    return _subset(table, keep), table.oids[old]
+
+
+def _subset(table: ObjectTable, rows: np.ndarray) -> ObjectTable:
+    return ObjectTable(
+        table.oids[rows],
+        table.kinds[rows],
+        table.name_hash[rows],
+        table.reachable[rows],
+        table.tagged[rows],
+        table.source[rows],
+        table.pos[rows],
+        table.promisor[rows],
+        table.missing,
+    )
+
+
+def _order(opts: _Options, table: ObjectTable, choice: deltas_mod.DeltaChoice) -> np.ndarray:
+    kinds = table.kinds
+    if opts.order == "git":
+        # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA, so such trees and
+        # commits skip their phases and join the delta families.
+        reused = choice.base >= 0
+        kinds = np.where(reused, order_mod.REF_DELTA if opts.ref_delta else order_mod.OFS_DELTA, kinds).astype(np.uint8)
+    raw = ORDER_FUNCS[opts.order](kinds, table.tagged, choice.base)
+    return order_mod.bases_first(raw, choice.base)
+
+
+def _choose_deltas(repo: Repository, table: ObjectTable, opts: _Options) -> deltas_mod.DeltaChoice:
+    if opts.no_reuse_delta:
+        if opts.window > 0:
+            raise UsageError("searching new deltas (-f with a window above 0) is not available yet; use --window 0")
+        choice = deltas_mod.none(table)
+        choice.stored_delta[:] = deltas_mod.stored_bases(repo, table)[0]
+        return choice
+    return deltas_mod.reuse(repo, table, opts.depth)
+
+
+def _groups(table: ObjectTable) -> list[tuple[bool, np.ndarray]]:
+    """(promisor?, table rows) of each pack to write: promisor objects stay in a promisor pack."""
+    groups = []
+    if table.promisor.any():
+        groups.append((True, np.flatnonzero(table.promisor)))
+    if (~table.promisor).any():
+        groups.append((False, np.flatnonzero(~table.promisor)))
+    return groups
+
+
+def _restrict(choice: deltas_mod.DeltaChoice, rows: np.ndarray) -> deltas_mod.DeltaChoice:
+    """The delta choice for a subset of the table: bases outside it cannot be used."""
+    new_index = np.full(len(choice.base), -1, dtype=np.int64)
+    new_index[rows] = np.arange(len(rows))
+    base = choice.base[rows]
+    base = np.where(base >= 0, new_index[np.maximum(base, 0)], -1)
+    return deltas_mod.DeltaChoice(base, choice.stored_delta[rows], choice.cut[rows])
+
+
+def _write_group(
+    repo: Repository,
+    table: ObjectTable,
+    choice: deltas_mod.DeltaChoice,
+    opts: _Options,
+    out_dir: Path,
+    seconds: dict[str, float],
+    progress: ProgressCallback | None,
+) -> tuple[Path, writer_mod.IndexFiles, writer_mod.WrittenPack]:
+    t = time.perf_counter()
+    order = _order(opts, table, choice)
+    plan = writer_mod.make_plan(repo, table, choice, order)
+    seconds["order"] = seconds.get("order", 0.0) + time.perf_counter() - t
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-packorder-", suffix=".pack", dir=out_dir)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        t = time.perf_counter()
+        written = writer_mod.write(
+            repo, plan, tmp_path, ref_delta=opts.ref_delta, level=opts.level, object_limit=physical_memory(), progress=progress
+        )
+        seconds["write"] = seconds.get("write", 0.0) + time.perf_counter() - t
+        t = time.perf_counter()
+        if progress is not None:
+            progress("Verifying", 0, 1)
+        if opts.verify == "full":
+            budget = repo.config.get_int("core.deltaBaseCacheLimit", 96 << 20) * opts.threads
+            files = writer_mod.verify_full(written, opts.threads, budget, physical_memory())
+        else:
+            files = writer_mod.verify_crc(written)
+        if progress is not None:
+            progress("Verifying", 1, 1)
+        seconds["verify"] = seconds.get("verify", 0.0) + time.perf_counter() - t
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp_path.unlink()
+        raise
+    return tmp_path, files, written
+
+
+def _write_file(path: Path, data: bytes, mode: int = 0o444) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-packorder-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _install(tmp_pack: Path, files: writer_mod.IndexFiles, checksum: bytes, out_dir: Path, promisor: bool) -> Path:
+    """Put a verified pack in place: .rev, the pack, .promisor, and the .idx last (Git only
+    sees a pack through its .idx, so until then the pack is invisible and harmless)."""
+    final = out_dir / f"pack-{checksum.hex()}.pack"
+    stem = final.with_suffix("")
+    if final.exists() and (out_dir / f"{stem.name}.idx").exists():
+        tmp_pack.unlink()  # the very same pack is already installed
+        return final
+    _write_file(stem.with_suffix(".rev"), files.rev)
+    os.chmod(tmp_pack, 0o444)
+    os.replace(tmp_pack, final)
+    if promisor:
+        _write_file(stem.with_suffix(".promisor"), b"", 0o644)
+    _write_file(stem.with_suffix(".idx"), files.idx)
+    _fsync_dir(out_dir)
+    return final
+
+
+PACK_EXTS = (".idx", ".pack", ".rev", ".bitmap", ".promisor", ".mtimes")
+
+
+def _remove_pack(path: Path) -> None:
+    """Remove an old pack, its .idx first so that no reader finds an index without a pack."""
+    stem = path.name[: -len(".pack")]
+    for ext in PACK_EXTS:
+        with contextlib.suppress(FileNotFoundError):
+            (path.parent / f"{stem}{ext}").unlink()
+
+
+def _check_complete(new: list[Path], table: ObjectTable) -> None:
+    """Every object we mean to keep is in the installed packs (read back from their .idx)."""
+    from packorder.format import idx as idx_format
+    from packorder.repo import keys
+
+    have = np.sort(np.concatenate([keys(idx_format.read(str(p.with_suffix(".idx"))).names) for p in new]))
+    want = keys(table.oids)
+    at = np.searchsorted(have, want)
+    at = np.minimum(at, len(have) - 1)
+    if len(want) and not np.all(have[at] == want):
+        raise PackError("the new packs lack objects they should hold; nothing was removed")
+
+
+def repack(
+    repo_path: str | os.PathLike[str] | None = None,
+    *,
+    order: str = "recency",
+    no_reuse_delta: bool = False,
+    window: int | None = None,
+    depth: int | None = None,
+    threads: int | None = None,
+    ref_delta: bool = False,
+    prune_unreachable: bool = False,
+    write_bitmap: bool | None = None,
+    dry_run: bool = False,
+    output_dir: str | os.PathLike[str] | None = None,
+    verify: str = "full",
+    progress: ProgressCallback | None = None,
+) -> RepackResult:
+    """Rewrite every object of the repository into one pack in the chosen order (two when
+    promisor objects have to stay apart). Returns what was done; raises PackError subclasses
+    with the repository untouched on any failure."""
+    started = time.perf_counter()
+    seconds: dict[str, float] = {}
+    repo = open_repository(repo_path)
+    opts = _options(repo, order, no_reuse_delta, window, depth, threads, ref_delta, write_bitmap, verify)
+    out_dir = Path(output_dir) if output_dir is not None else repo.pack_dir
+    if output_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    in_place = output_dir is None and not dry_run
+    lock = repo.lock() if in_place else contextlib.nullcontext()
+    with lock:
+        if in_place:
+            repo = open_repository(repo.git_dir)  # the snapshot taken under the lock
+        t = time.perf_counter()
+        if progress is not None:
+            progress("Counting objects", 0, 0)
+        table = enumerate_objects(repo, prune_unreachable=False)
+        pruned_oids = np.zeros((0, table.oids.shape[1]), dtype=np.uint8)
+        if prune_unreachable:
+            table, pruned_oids = _prune(repo, table, opts.prune_grace)
+        if progress is not None:
+            progress("Counting objects", table.count, table.count)
+        seconds["enumerate"] = time.perf_counter() - t
+        t = time.perf_counter()
+        choice = _choose_deltas(repo, table, opts)
+        seconds["deltas"] = time.perf_counter() - t
+        result = RepackResult(
+            git_dir=repo.git_dir,
+            packs=[],
+            order=opts.order,
+            objects=table.count,
+            reachable=int(table.reachable.sum()),
+            unreachable_kept=int((~table.reachable).sum()),
+            unreachable_pruned=len(pruned_oids),
+            reused_deltas=int((choice.base >= 0).sum()),
+            cut_deltas=int(choice.cut.sum()),
+            whole_objects=int((choice.base < 0).sum()),
+            pack_bytes=0,
+            old_pack_bytes=sum(p.path.stat().st_size for p in repo.packs if not p.foreign and not p.keep),
+            removed_packs=[],
+            removed_loose=0,
+            kept_packs=[p.path for p in repo.packs if p.keep],
+            promisor=bool(table.promisor.any()),
+            bitmap=False,
+            dry_run=dry_run,
+            verify=opts.verify,
+        )
+        if dry_run:
+            t = time.perf_counter()
+            _order(opts, table, choice)
+            seconds["order"] = time.perf_counter() - t
+        else:
+            installed = []
+            for promisor, rows in _groups(table):
+                sub = _subset(table, rows)
+                sub_choice = _restrict(choice, rows)
+                tmp_pack, files, written = _write_group(repo, sub, sub_choice, opts, out_dir, seconds, progress)
+                installed.append(_install(tmp_pack, files, written.checksum, out_dir, promisor))
+                result.pack_bytes += written.size
+            result.packs = installed
+            if in_place:
+                t = time.perf_counter()
+                _check_complete(installed, table)
+                result.removed_packs, result.removed_loose = _remove_replaced(repo, table, pruned_oids, installed)
+                if opts.write_bitmap:
+                    result.bitmap = _write_bitmap(repo)
+                seconds["install"] = time.perf_counter() - t
+    seconds["total"] = time.perf_counter() - started
+    result.seconds = seconds
+    result.peak_rss_bytes = peak_rss()
+    return result
+
+
+def _remove_replaced(
+    repo: Repository, table: ObjectTable, pruned_oids: np.ndarray, installed: list[Path]
+) -> tuple[list[Path], int]:
+    """Remove the packs and loose objects of the snapshot that the new packs replace."""
+    keep = {p.resolve() for p in installed}
+    midx = repo.pack_dir / "multi-pack-index"
+    if midx.exists():
+        # A multi-pack-index naming packs we remove would mislead readers: drop it first.
+        midx.unlink()
+        for extra in repo.pack_dir.glob("multi-pack-index-*"):
+            extra.unlink()
+    removed = []
+    for pack in repo.packs:
+        if pack.foreign or pack.keep or pack.path.resolve() in keep:
+            continue
+        _remove_pack(pack.path)
+        removed.append(pack.path)
+    # Loose objects the new packs hold (wherever the table took them from), and those pruned.
+    from packorder.repo import keys, lookup
+
+    gone = np.sort(np.concatenate([keys(table.oids), keys(pruned_oids)]))
+    removed_loose = 0
+    for i in np.flatnonzero(lookup(gone, keys(repo.loose.oids)) >= 0):
+        with contextlib.suppress(FileNotFoundError):
+            repo.loose.paths[int(i)].unlink()
+            removed_loose += 1
+    with contextlib.suppress(OSError):
+        _fsync_dir(repo.pack_dir)
+    return removed, removed_loose
+
+
+def _write_bitmap(repo: Repository) -> bool:
+    """A reachability bitmap for the new pack, through a multi-pack-index (Git writes one per
+    pack itself; a MIDX bitmap serves the same readers)."""
+    proc = repo.git("multi-pack-index", "write", "--bitmap", check=False)
+    if proc.returncode != 0:
+        raise RepositoryError(
+            "the new pack is installed but its bitmap could not be written: "
+            + proc.stderr.decode(errors="replace").strip().splitlines()[-1]
+        )
+    return True

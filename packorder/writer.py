@@ -1,0 +1,262 @@
+"""From an object table, a delta choice and a write order to a pack on disk, its .idx and
+.rev, and the proof that the pack holds what it should.
+
+The bytes are written by the native writer from a plan (one row per entry); this module
+decides each row, then verifies the result one of two ways:
+- "full": index the new pack from scratch with our indexer (every delta resolved, every
+  object hashed) and compare the ids with the expected ones;
+- "crc": re-read every entry header and compare it with the plan, recompute every entry's
+  CRC and the trailer from the file. Copied bytes were already checked against the CRCs of
+  their source index while copying, so every byte is accounted for without hashing objects.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from packorder import _native
+from packorder.deltas import DeltaChoice
+from packorder.errors import CorruptPackError, PackError
+from packorder.format import idx as idx_format
+from packorder.format import rev as rev_format
+from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
+from packorder.progress import ProgressCallback, run_polled
+from packorder.repo import LOOSE, ObjectTable, Repository, keys
+
+COPY_WHOLE, COPY_DELTA, FROM_PACK, FROM_LOOSE, NEW_DELTA = 0, 1, 2, 3, 4
+VERIFY_MODES = ("full", "crc")
+
+
+@dataclass
+class Plan:
+    how: np.ndarray  # uint8 per output entry
+    src: np.ndarray  # uint32
+    pos: np.ndarray  # uint64
+    base: np.ndarray  # int64: output index of the delta base, -1
+    kinds: np.ndarray  # uint8: real type
+    oids: np.ndarray  # (n, 20) uint8
+    sizes: np.ndarray  # uint64: entry data size (delta size for deltas), 0 where computed later
+    sources: list[int]  # repository pack indexes used, in the order passed to the writer
+    loose: list[Path]
+    new_deltas: list[bytes]
+
+
+def make_plan(
+    repo: Repository,
+    table: ObjectTable,
+    choice: DeltaChoice,
+    order: np.ndarray,
+    new_deltas: dict[int, bytes] | None = None,
+) -> Plan:
+    """One row per object, in `order`. `new_deltas` maps a table index to delta data computed
+    for this pack against `choice.base` of that object."""
+    n = len(order)
+    new_deltas = new_deltas or {}
+    out_pos = np.empty(n, dtype=np.int64)
+    out_pos[order] = np.arange(n)
+    src_tab = table.source[order]
+    pos_tab = table.pos[order]
+    base_tab = choice.base[order]
+    stored = choice.stored_delta[order]
+    how = np.where(src_tab == LOOSE, FROM_LOOSE, np.where(stored, FROM_PACK, COPY_WHOLE)).astype(np.uint8)
+    reused = (base_tab >= 0) & (src_tab != LOOSE) & stored
+    how[reused] = COPY_DELTA
+    base_out = np.where(base_tab >= 0, out_pos[np.maximum(base_tab, 0)], -1).astype(np.int64)
+    used_sources = sorted({int(s) for s in np.unique(src_tab) if s != LOOSE})
+    remap = {s: k for k, s in enumerate(used_sources)}
+    src = np.zeros(n, dtype=np.uint32)
+    pos = np.zeros(n, dtype=np.uint64)
+    sizes = np.zeros(n, dtype=np.uint64)
+    for s, k in remap.items():
+        rows = np.flatnonzero(src_tab == s)
+        src[rows] = k
+        pos[rows] = pos_tab[rows]
+        lay = repo.packs[s].layout
+        # Sizes the new headers must carry: a copied entry keeps its own; a materialized
+        # object's size is read from its delta header (only for those few, and only then).
+        sizes[rows] = lay.sizes[pos_tab[rows]]
+        rebuilt = rows[how[rows] == FROM_PACK]
+        if len(rebuilt):
+            sizes[rebuilt] = lay.object_sizes[pos_tab[rebuilt]]
+    loose_rows = np.flatnonzero(src_tab == LOOSE)
+    loose = [repo.loose.paths[int(p)] for p in pos_tab[loose_rows]]
+    src[loose_rows] = np.arange(len(loose_rows), dtype=np.uint32)
+    deltas: list[bytes] = []
+    for table_idx, data in new_deltas.items():
+        row = int(out_pos[table_idx])
+        how[row] = NEW_DELTA
+        src[row] = len(deltas)
+        sizes[row] = len(data)
+        deltas.append(data)
+    # A delta is only written against an earlier entry; the order guarantees it (bases_first).
+    bad = (base_out >= 0) & ((how == COPY_DELTA) | (how == NEW_DELTA)) & (base_out >= np.arange(n))
+    if bad.any():
+        raise AssertionError("write order puts a delta before its base")
+    base_out[(how != COPY_DELTA) & (how != NEW_DELTA)] = -1
+    return Plan(how, src, pos, base_out, table.kinds[order], table.oids[order], sizes, used_sources, loose, deltas)
+
+
+def _source_args(repo: Repository, used: list[int]) -> list[tuple]:
+    out = []
+    for s in used:
+        pack = repo.packs[s]
+        lay = pack.layout
+        index = pack.index
+        if index.crcs is not None:
+            order = np.argsort(index.offsets, kind="stable")
+            crcs = index.crcs[order].astype(np.uint32).tobytes()
+        else:
+            crcs = b""
+        out.append(
+            (
+                str(pack.path),
+                lay.offsets.astype(np.uint64).tobytes(),
+                lay.ends.astype(np.uint64).tobytes(),
+                lay.header_lens.astype(np.uint8).tobytes(),
+                lay.kinds.astype(np.uint8).tobytes(),
+                lay.sizes.astype(np.uint64).tobytes(),
+                lay.base.astype(np.int64).tobytes(),
+                crcs,
+            )
+        )
+    return out
+
+
+@dataclass
+class WrittenPack:
+    path: Path
+    checksum: bytes
+    size: int
+    offsets: np.ndarray  # uint64, per output entry
+    crcs: np.ndarray  # uint32 (big-endian source bytes decoded)
+    plan: Plan
+
+
+def write(
+    repo: Repository,
+    plan: Plan,
+    path: Path,
+    *,
+    ref_delta: bool,
+    level: int,
+    object_limit: int,
+    progress: ProgressCallback | None = None,
+) -> WrittenPack:
+    writer = _native.PackWriter(
+        _source_args(repo, plan.sources),
+        plan.how.tobytes(),
+        plan.src.astype(np.uint32).tobytes(),
+        plan.pos.astype(np.uint64).tobytes(),
+        plan.base.astype(np.int64).tobytes(),
+        plan.kinds.astype(np.uint8).tobytes(),
+        np.ascontiguousarray(plan.oids).tobytes(),
+        [str(p) for p in plan.loose],
+        plan.new_deltas,
+        ref_delta,
+        level,
+        object_limit,
+    )
+
+    def poll() -> None:
+        if progress is not None:
+            _, done, total = writer.progress()
+            progress("Writing objects", done, total)
+
+    try:
+        offsets_b, crcs_b, checksum, size = run_polled(lambda: writer.write(str(path)), poll, writer.cancel)
+    except _native.PackFormatError as e:
+        message, offset = e.args
+        raise CorruptPackError(message, offset) from None
+    if progress is not None:
+        progress("Writing objects", len(plan.how), len(plan.how))
+    offsets = np.frombuffer(offsets_b, dtype=np.uint64)
+    crcs = np.frombuffer(crcs_b, dtype=">u4").astype(np.uint32)
+    return WrittenPack(path, checksum, int(size), offsets, crcs, plan)
+
+
+@dataclass
+class IndexFiles:
+    idx: bytes
+    rev: bytes
+
+
+def _index_files(names: bytes, crcs_be: bytes, offsets: np.ndarray, positions_be: bytes, checksum: bytes) -> IndexFiles:
+    idx_buf, rev_buf = io.BytesIO(), io.BytesIO()
+    idx_format.write_v2(idx_buf, names, crcs_be, offsets.astype(np.uint64).tobytes(), checksum)
+    rev_format.write(rev_buf, positions_be, checksum)
+    return IndexFiles(idx_buf.getvalue(), rev_buf.getvalue())
+
+
+def verify_crc(written: WrittenPack) -> IndexFiles:
+    """Check the pack on disk against the plan without hashing objects; build its index."""
+    plan, path = written.plan, written.path
+    n = len(plan.how)
+    with open(path, "rb") as f:
+        head = f.read(12)
+    if head != b"PACK" + struct.pack(">II", 2, n):
+        raise PackError(f"new pack {path} has a wrong header")
+    if _native.file_sha1(str(path), written.size - RAWSZ) != written.checksum:
+        raise PackError(f"new pack {path} does not match its trailer")
+    ends = np.empty(n, dtype=np.uint64)
+    ends[:-1] = written.offsets[1:]
+    if n:
+        ends[-1] = written.size - RAWSZ
+    crcs = np.frombuffer(
+        _native.range_crcs(str(path), written.offsets.tobytes(), ends.tobytes()), dtype=">u4"
+    ).astype(np.uint32)
+    if not np.array_equal(crcs, written.crcs):
+        bad = int(np.flatnonzero(crcs != written.crcs)[0])
+        raise PackError(f"new pack {path}: entry at offset {int(written.offsets[bad])} is not what was written")
+    kinds_b, sizes_b, _hl, ofs_b, ids_b, _ = _native.read_entry_headers(str(path), written.offsets.tobytes(), False)
+    kinds = np.frombuffer(kinds_b, dtype=np.uint8)
+    sizes = np.frombuffer(sizes_b, dtype=np.uint64)
+    ofs = np.frombuffer(ofs_b, dtype=np.uint64)
+    is_delta = (plan.how == COPY_DELTA) | (plan.how == NEW_DELTA)
+    want_kinds = np.where(is_delta, np.where(kinds == OBJ_REF_DELTA, OBJ_REF_DELTA, OBJ_OFS_DELTA), plan.kinds)
+    problems = kinds != want_kinds
+    known = plan.sizes > 0
+    problems |= known & (sizes != plan.sizes)
+    ofs_rows = np.flatnonzero(is_delta & (kinds == OBJ_OFS_DELTA))
+    problems[ofs_rows] |= ofs[ofs_rows] != written.offsets[plan.base[ofs_rows]]
+    ref_rows = np.flatnonzero(is_delta & (kinds == OBJ_REF_DELTA))
+    if len(ref_rows):
+        ids = np.frombuffer(ids_b, dtype=np.uint8).reshape(-1, RAWSZ)
+        problems[ref_rows] |= (ids[ref_rows] != plan.oids[plan.base[ref_rows]]).any(axis=1)
+    if problems.any():
+        bad = int(np.flatnonzero(problems)[0])
+        raise PackError(f"new pack {path}: entry at offset {int(written.offsets[bad])} does not match the plan")
+    order = np.argsort(keys(plan.oids), kind="stable")
+    names = np.ascontiguousarray(plan.oids[order]).tobytes()
+    positions = np.empty(n, dtype=np.uint32)
+    positions[order] = np.arange(n, dtype=np.uint32)
+    return _index_files(
+        names, crcs[order].astype(">u4").tobytes(), written.offsets[order], positions.astype(">u4").tobytes(), written.checksum
+    )
+
+
+def verify_full(written: WrittenPack, threads: int, budget: int, object_limit: int) -> IndexFiles:
+    """Index the new pack from scratch (every object resolved and hashed); its ids must be
+    exactly the planned ones."""
+    native = _native.PackIndexer(str(written.path), threads, budget, object_limit, True, False)
+    try:
+        run_polled(native.scan, lambda: None, native.cancel)
+        run_polled(native.resolve, lambda: None, native.cancel)
+    except _native.PackFormatError as e:
+        message, offset = e.args
+        raise PackError(f"new pack {written.path} fails verification: {message} (offset {offset})") from None
+    left = native.unresolved_offsets()
+    if left:
+        raise PackError(f"new pack {written.path} fails verification: {len(left)} unresolved deltas")
+    names, crcs_be, offsets_b, positions_be = native.index_table()
+    want = np.ascontiguousarray(np.sort(keys(written.plan.oids))).tobytes()
+    if names != want:
+        raise PackError(f"new pack {written.path} fails verification: its objects are not the planned ones")
+    if native.checksum != written.checksum:
+        raise PackError(f"new pack {written.path} fails verification: trailer mismatch")
+    offsets = np.frombuffer(offsets_b, dtype=np.uint64)
+    return _index_files(names, crcs_be, offsets, positions_be, written.checksum)
