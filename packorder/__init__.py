@@ -7,6 +7,7 @@ are raised as PackError subclasses, never by exiting the process.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from packorder.errors import CorruptPackError, Interrupted, PackError, RepositoryError, UsageError
@@ -18,22 +19,27 @@ __all__ = [
     "RepositoryError",
     "UsageError",
     "index_pack",
+    "repack",
     "seekstats",
 ]
 
 if TYPE_CHECKING:
     from packorder.indexer import index_pack
+    from packorder.repacker import repack
     from packorder.seek.api import seekstats
+
+# Imported on first use: `packorder index-pack` must not pay for numpy or plotting. (The
+# modules are not named like the functions: importing packorder.repack would rebind
+# `packorder.repack` to the module.)
+_LAZY = {
+    "index_pack": "packorder.indexer",
+    "repack": "packorder.repacker",
+    "seekstats": "packorder.seek.api",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # Imported on first use: `packorder index-pack` must not pay for numpy, pygit2 or plotting.
-    if name == "index_pack":
-        from packorder.indexer import index_pack
-
-        return index_pack
-    if name == "seekstats":
-        from packorder.seek.api import seekstats
-
-        return seekstats
-    raise AttributeError(f"module 'packorder' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'packorder' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

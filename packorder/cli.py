@@ -234,7 +234,7 @@ def repack_cmd(
     as_json: bool,
 ) -> None:
     """Rewrite REPO's objects into one pack ordered for locality (default: recency)."""
-    from packorder.repack import repack
+    from packorder.repacker import repack
 
     show = progress_mod.auto(quiet=quiet)
     try:

@@ -108,7 +108,9 @@ def _settings(
 class _Run:
     """One indexer handle plus the polling of its progress."""
 
-    def __init__(self, path: Path, settings: _Settings, writable: bool, detect: bool, progress: ProgressCallback | None):
+    def __init__(
+        self, path: Path, settings: _Settings, writable: bool, detect: bool, progress: ProgressCallback | None
+    ):
         self.native = _native.PackIndexer(
             str(path), settings.threads, settings.budget, physical_memory(), detect, writable
         )
@@ -136,7 +138,7 @@ class _Run:
             raise Interrupted("interrupted") from None
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
         if self.progress is not None:
-            phase, done, total = self.native.progress()
+            phase, _, total = self.native.progress()
             if phase in PHASE_TITLES and total:
                 self.progress(PHASE_TITLES[phase], total, total)
         return out
@@ -145,7 +147,9 @@ class _Run:
 Writer = Callable[[BinaryIO], object]
 
 
-def _index_writers(native, settings: _Settings, checksum: bytes, anomalies: frozenset[int]) -> tuple[Writer, Writer, int]:
+def _index_writers(
+    native, settings: _Settings, checksum: bytes, anomalies: frozenset[int]
+) -> tuple[Writer, Writer, int]:
     """(idx writer, rev writer, idx version) for the resolved pack."""
     names, crcs, offsets, rev_positions = native.index_table()
     version = settings.index_version
@@ -388,5 +392,6 @@ def _verify_same(path: Path, write: Writer, what: str) -> None:
     actual = path.read_bytes()
     if actual == expected:
         return
-    at = next((i for i, (a, b) in enumerate(zip(actual, expected)) if a != b), min(len(actual), len(expected)))
+    pairs = enumerate(zip(actual, expected, strict=False))
+    at = next((i for i, (a, b) in pairs if a != b), min(len(actual), len(expected)))
     raise CorruptPackError(f"{what} does not match the pack (first difference at byte {at})", None, str(path))

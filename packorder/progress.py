@@ -35,10 +35,7 @@ class ProgressLine:
         if not finished and now - self._last < self.min_interval:
             return
         self._last = now
-        if total:
-            text = f"{title}: {min(100, done * 100 // total):3d}% ({done}/{total})"
-        else:
-            text = f"{title}: {done}"
+        text = f"{title}: {min(100, done * 100 // total):3d}% ({done}/{total})" if total else f"{title}: {done}"
         if finished:
             self.stream.write(f"\r{text}, done.\n")
             self._title = None
@@ -80,7 +77,7 @@ def run_polled(
     def target() -> None:
         try:
             result.append(work())
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+        except BaseException as e:
             error.append(e)
 
     thread = threading.Thread(target=target, name="packorder-native", daemon=True)

@@ -150,7 +150,9 @@ def _loose(objects_dir: Path) -> LooseObjects:
             if HEX38.match(entry.name):
                 names.append(bytes.fromhex(sub.name + entry.name))
                 paths.append(Path(entry.path))
-    oids = np.frombuffer(b"".join(names), dtype=np.uint8).reshape(-1, RAWSZ) if names else np.zeros((0, RAWSZ), np.uint8)
+    oids = (
+        np.frombuffer(b"".join(names), dtype=np.uint8).reshape(-1, RAWSZ) if names else np.zeros((0, RAWSZ), np.uint8)
+    )
     return LooseObjects(oids, paths)
 
 
@@ -163,7 +165,7 @@ def open_repository(path: str | os.PathLike[str] | None = None) -> Repository:
     packs = _packs_in(objects / "pack", foreign=False)
     for alt in _alternates(objects):
         packs += _packs_in(alt / "pack", foreign=True)
-    bare = config.get_bool("core.bare", not (git_dir.name == ".git"))
+    bare = config.get_bool("core.bare", git_dir.name != ".git")
     return Repository(git_dir, config, packs, _loose(objects), bare)
 
 
@@ -222,7 +224,7 @@ class _RevListRun:
         try:
             while chunk := self.proc.stdout.read(1 << 20):
                 self.parser.feed(chunk)
-        except BaseException as e:  # noqa: BLE001 - reported by result()
+        except BaseException as e:  # reported by result()
             self.error = e
             self.proc.kill()
         self.stderr = self.proc.stderr.read()
@@ -235,7 +237,7 @@ class _RevListRun:
         if code != 0:
             err = self.stderr.decode(errors="replace").strip()
             first = err.splitlines()[0] if err else f"exit status {code}"
-            raise RepositoryError(f"cannot list the repository's objects: {first}")
+            raise RepositoryError(f"cannot list the repository's objects: {first}; nothing was changed")
         oids_b, hashes_b, _named, missing_b = self.parser.finish()
         oids = np.frombuffer(oids_b, dtype=np.uint8).reshape(-1, RAWSZ)
         hashes = np.frombuffer(hashes_b, dtype=np.uint32)

@@ -206,9 +206,9 @@ def verify_crc(written: WrittenPack) -> IndexFiles:
     ends[:-1] = written.offsets[1:]
     if n:
         ends[-1] = written.size - RAWSZ
-    crcs = np.frombuffer(
-        _native.range_crcs(str(path), written.offsets.tobytes(), ends.tobytes()), dtype=">u4"
-    ).astype(np.uint32)
+    crcs = np.frombuffer(_native.range_crcs(str(path), written.offsets.tobytes(), ends.tobytes()), dtype=">u4").astype(
+        np.uint32
+    )
     if not np.array_equal(crcs, written.crcs):
         bad = int(np.flatnonzero(crcs != written.crcs)[0])
         raise PackError(f"new pack {path}: entry at offset {int(written.offsets[bad])} is not what was written")
@@ -235,7 +235,11 @@ def verify_crc(written: WrittenPack) -> IndexFiles:
     positions = np.empty(n, dtype=np.uint32)
     positions[order] = np.arange(n, dtype=np.uint32)
     return _index_files(
-        names, crcs[order].astype(">u4").tobytes(), written.offsets[order], positions.astype(">u4").tobytes(), written.checksum
+        names,
+        crcs[order].astype(">u4").tobytes(),
+        written.offsets[order],
+        positions.astype(">u4").tobytes(),
+        written.checksum,
     )
 
 

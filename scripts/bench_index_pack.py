@@ -52,7 +52,9 @@ def bench(pack: Path, runs: int, threads: int, gits: list[str], packorder: list[
         ours: list[Run] = []
         for i in range(runs):
             for g in gits:
-                results[g].append(timed([g, "index-pack", f"--threads={threads}", "-o", str(work / "git.idx"), str(pack)]))
+                results[g].append(
+                    timed([g, "index-pack", f"--threads={threads}", "-o", str(work / "git.idx"), str(pack)])
+                )
             ours.append(
                 timed([*packorder, "index-pack", "-q", f"--threads={threads}", "-o", str(work / "ours.idx"), str(pack)])
             )
@@ -63,7 +65,7 @@ def bench(pack: Path, runs: int, threads: int, gits: list[str], packorder: list[
                 print(f"outputs byte-identical: {'yes' if same else 'NO'}")
         ours_t = statistics.median(r.seconds for r in ours)
         ours_m = max(r.peak_rss for r in ours)
-        print(f"| tool | median wall | ratio packorder/tool | peak RSS |")
+        print("| tool | median wall | ratio packorder/tool | peak RSS |")
         print("|---|---|---|---|")
         print(f"| packorder | {ours_t:.2f} s | | {mib(ours_m)} |")
         for g in gits:

@@ -32,7 +32,9 @@ def git_env(when: int = 1_700_000_000) -> dict[str, str]:
     return env
 
 
-def git(repo: Path | None, *args: str, input: bytes | None = None, when: int = 1_700_000_000, check: bool = True) -> bytes:
+def git(
+    repo: Path | None, *args: str, input: bytes | None = None, when: int = 1_700_000_000, check: bool = True
+) -> bytes:
     cmd = [GIT] + (["-C", str(repo)] if repo is not None else []) + list(args)
     proc = subprocess.run(cmd, input=input, capture_output=True, env=git_env(when))
     if check and proc.returncode != 0:

@@ -173,9 +173,7 @@ def test_idx_v2_matches_reference_and_parses_back(names: list[bytes], data: st.D
     crcs = data.draw(st.lists(st.integers(0, (1 << 32) - 1), min_size=n, max_size=n))
     checksum = hashlib.sha1(b"pack").digest()
     buf = io.BytesIO()
-    idx_format.write_v2(
-        buf, b"".join(names), struct.pack(f">{n}I", *crcs), struct.pack(f"={n}Q", *offsets), checksum
-    )
+    idx_format.write_v2(buf, b"".join(names), struct.pack(f">{n}I", *crcs), struct.pack(f"={n}Q", *offsets), checksum)
     assert buf.getvalue() == reference_idx_v2(names, crcs, offsets, checksum)
     parsed = idx_format.parse(buf.getvalue())
     assert parsed.version == 2 and parsed.count == n

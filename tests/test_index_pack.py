@@ -258,7 +258,7 @@ def test_fix_thin_completes_pack_like_git(thin_setup: tuple[Repo, Path, bytes, s
 
 
 def test_thin_pack_without_fix_thin_fails(thin_setup: tuple[Repo, Path, bytes, str], tmp_path: Path) -> None:
-    _, clone, thin, _ = thin_setup
+    thin = thin_setup[2]
     pack = tmp_path / "thin.pack"
     pack.write_bytes(thin)
     proc = run_cli("index-pack", str(pack))

@@ -26,11 +26,13 @@ class PackLayout:
     ends: np.ndarray  # uint64: the next entry's offset, or the trailer's
     kinds: np.ndarray  # uint8: stored type (1-4 whole, 6 OFS_DELTA, 7 REF_DELTA)
     sizes: np.ndarray  # uint64: inflated size of the entry's data (object or delta)
+    # uint64: size of the object each entry stands for; None until first asked for (reading it
+    # inflates the first bytes of every delta), see `object_sizes`.
+    _object_sizes: np.ndarray | None
     header_lens: np.ndarray  # uint8
     base: np.ndarray  # int64: pack position of the delta base, NO_BASE if whole or not in pack
     oids: np.ndarray  # (count, 20) uint8, in pack order
     checksum: bytes
-    _object_sizes: np.ndarray | None = None
 
     @property
     def object_sizes(self) -> np.ndarray:
@@ -146,4 +148,4 @@ def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None
         pos = np.full(len(want), NO_BASE, dtype=np.int64)
         pos[hit] = np.searchsorted(offsets, index.offsets[at_c[hit]])
         base[ref] = pos
-    return PackLayout(pack_path, offsets, ends, kinds, sizes, header_lens, base, oids, index.pack_checksum)
+    return PackLayout(pack_path, offsets, ends, kinds, sizes, None, header_lens, base, oids, index.pack_checksum)

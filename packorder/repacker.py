@@ -36,6 +36,13 @@ ORDER_FUNCS = {
 DEFAULT_PRUNE_GRACE = 14 * 24 * 3600
 
 
+def _crash_point(name: str) -> None:
+    """Fault injection for the kill tests: PACKORDER_CRASH_AT=<name> ends the process right
+    here, as kill -9 would (no cleanup, no exception handlers)."""
+    if os.environ.get("PACKORDER_CRASH_AT") == name:
+        os._exit(137)
+
+
 @dataclass
 class RepackResult:
     git_dir: Path
@@ -216,9 +223,16 @@ def _write_group(
     try:
         t = time.perf_counter()
         written = writer_mod.write(
-            repo, plan, tmp_path, ref_delta=opts.ref_delta, level=opts.level, object_limit=physical_memory(), progress=progress
+            repo,
+            plan,
+            tmp_path,
+            ref_delta=opts.ref_delta,
+            level=opts.level,
+            object_limit=physical_memory(),
+            progress=progress,
         )
         seconds["write"] = seconds.get("write", 0.0) + time.perf_counter() - t
+        _crash_point("written")
         t = time.perf_counter()
         if progress is not None:
             progress("Verifying", 0, 1)
@@ -230,6 +244,7 @@ def _write_group(
         if progress is not None:
             progress("Verifying", 1, 1)
         seconds["verify"] = seconds.get("verify", 0.0) + time.perf_counter() - t
+        _crash_point("verified")
     except BaseException:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
@@ -269,12 +284,15 @@ def _install(tmp_pack: Path, files: writer_mod.IndexFiles, checksum: bytes, out_
         tmp_pack.unlink()  # the very same pack is already installed
         return final
     _write_file(stem.with_suffix(".rev"), files.rev)
+    _crash_point("rev-installed")
     os.chmod(tmp_pack, 0o444)
     os.replace(tmp_pack, final)
+    _crash_point("pack-renamed")
     if promisor:
         _write_file(stem.with_suffix(".promisor"), b"", 0o644)
     _write_file(stem.with_suffix(".idx"), files.idx)
     _fsync_dir(out_dir)
+    _crash_point("idx-installed")
     return final
 
 
@@ -404,12 +422,14 @@ def _remove_replaced(
         midx.unlink()
         for extra in repo.pack_dir.glob("multi-pack-index-*"):
             extra.unlink()
+        _crash_point("midx-removed")
     removed = []
     for pack in repo.packs:
         if pack.foreign or pack.keep or pack.path.resolve() in keep:
             continue
         _remove_pack(pack.path)
         removed.append(pack.path)
+        _crash_point("pack-removed")
     # Loose objects the new packs hold (wherever the table took them from), and those pruned.
     from packorder.repo import keys, lookup
 
@@ -419,6 +439,7 @@ def _remove_replaced(
         with contextlib.suppress(FileNotFoundError):
             repo.loose.paths[int(i)].unlink()
             removed_loose += 1
+            _crash_point("loose-removed")
     with contextlib.suppress(OSError):
         _fsync_dir(repo.pack_dir)
     return removed, removed_loose

@@ -1,0 +1,316 @@
+"""packorder repack: conformance with git repack, content preserved, and the safety protocol."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gitrepo import Repo, build_history, git, git_env
+
+import packorder
+from packorder.errors import PackError, RepositoryError
+from packorder.format import layout
+
+CRASH_POINTS = [
+    "written",
+    "verified",
+    "rev-installed",
+    "pack-renamed",
+    "idx-installed",
+    "midx-removed",
+    "pack-removed",
+    "loose-removed",
+]
+
+
+def pack_order(repo_dir: Path) -> list[str]:
+    """Object ids of the repository's single pack, in pack order."""
+    (pack,) = (
+        sorted((repo_dir / "objects" / "pack").glob("*.pack"))
+        if (repo_dir / "objects").is_dir()
+        else sorted((repo_dir / ".git" / "objects" / "pack").glob("*.pack"))
+    )
+    lay = layout.load(pack)
+    return [lay.oid_hex(i) for i in range(lay.count)]
+
+
+def contents(git_dir: Path) -> dict[str, str]:
+    """Every object id -> type and content hash, as Git reads them."""
+    ids = git(None, "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+    out = git(None, "--git-dir", str(git_dir), "cat-file", "--batch", input=ids)
+    result: dict[str, str] = {}
+    at = 0
+    import hashlib
+
+    while at < len(out):
+        nl = out.index(b"\n", at)
+        oid, kind, size = out[at:nl].split()
+        body = out[nl + 1 : nl + 1 + int(size)]
+        result[oid.decode()] = kind.decode() + ":" + hashlib.sha1(body).hexdigest()
+        at = nl + 1 + int(size) + 1
+    return result
+
+
+def clone_repo(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def base_repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    """History with branches, merges, tags, packed with deltas, plus loose objects and an
+    unreachable one, so every kind of source appears."""
+    repo = build_history(tmp_path_factory.mktemp("repack") / "base", commits=60)
+    repo.run("repack", "-adf", "-q")
+    repo.write("late.txt", "written after the last repack\n")
+    repo.commit("late commit")
+    repo.run("hash-object", "-w", "--stdin", input=b"an unreachable blob\n")
+    return repo
+
+
+@pytest.fixture()
+def work(base_repo: Repo, tmp_path: Path) -> Path:
+    return clone_repo(base_repo.path, tmp_path / "work")
+
+
+@pytest.fixture()
+def packed(tmp_path: Path, base_repo: Repo) -> Path:
+    """A copy of the history with everything in one pack (no loose objects)."""
+    dst = clone_repo(base_repo.path, tmp_path / "packed")
+    git(dst, "repack", "-adq")
+    git(dst, "prune", "--expire=now")
+    return dst
+
+
+def test_git_order_equals_git_repack(packed: Path, tmp_path: Path) -> None:
+    theirs = clone_repo(packed, tmp_path / "theirs")
+    git(theirs, "-c", "pack.window=0", "repack", "-adq")
+    packorder.repack(packed, order="git", window=0)
+    assert pack_order(packed / ".git") == pack_order(theirs / ".git")
+
+
+def test_recency_without_deltas_equals_git_repack_f(packed: Path, tmp_path: Path) -> None:
+    theirs = clone_repo(packed, tmp_path / "theirs")
+    git(theirs, "-c", "pack.window=0", "repack", "-adfq")
+    packorder.repack(packed, order="recency", no_reuse_delta=True, window=0)
+    assert pack_order(packed / ".git") == pack_order(theirs / ".git")
+
+
+@pytest.mark.parametrize("order", ["recency", "git", "rev-list", "type"])
+@pytest.mark.parametrize("verify", ["full", "crc"])
+def test_every_object_survives(work: Path, order: str, verify: str) -> None:
+    before = contents(work / ".git")
+    result = packorder.repack(work, order=order, verify=verify)
+    after = contents(work / ".git")
+    assert after == before
+    git(work, "fsck", "--full", "--strict")
+    (idx,) = (work / ".git" / "objects" / "pack").glob("*.idx")
+    git(work, "verify-pack", str(idx))
+    assert result.objects == len(before) and result.unreachable_kept == 1
+    assert result.reused_deltas > 100
+    assert not list((work / ".git" / "objects").glob("[0-9a-f][0-9a-f]/*"))
+
+
+def test_recency_puts_trees_after_commits_even_when_deltas_are_reused(packed: Path) -> None:
+    """The point of the project: Git's order on reused deltas scatters delta trees among
+    blobs; recency on real types keeps all trees before all blobs."""
+    packorder.repack(packed, order="recency")
+    lay = layout.load(next((packed / ".git" / "objects" / "pack").glob("*.pack")))
+    kinds = lay.real_kinds()
+    first_blob = int(np.flatnonzero(kinds == 3)[0])
+    last_tree = int(np.flatnonzero(kinds == 2)[-1])
+    assert last_tree < first_blob
+    assert (lay.base >= 0).sum() > 100  # deltas were reused, not dropped
+
+
+def test_bases_precede_their_deltas(work: Path) -> None:
+    packorder.repack(work, order="type")
+    lay = layout.load(next((work / ".git" / "objects" / "pack").glob("*.pack")))
+    has = lay.base >= 0
+    assert (lay.base[has] < np.flatnonzero(has)).all()
+
+
+def test_depth_limit_cuts_chains(packed: Path) -> None:
+    result = packorder.repack(packed, depth=2)
+    lay = layout.load(next((packed / ".git" / "objects" / "pack").glob("*.pack")))
+    assert lay.depths().max() <= 2 and result.cut_deltas > 0
+    git(packed, "fsck", "--full")
+
+
+def test_ref_delta(work: Path) -> None:
+    packorder.repack(work, ref_delta=True)
+    lay = layout.load(next((work / ".git" / "objects" / "pack").glob("*.pack")))
+    assert (lay.kinds == 7).sum() > 100 and (lay.kinds == 6).sum() == 0
+    git(work, "fsck", "--full")
+
+
+def test_prune_unreachable(work: Path) -> None:
+    git(work, "config", "gc.pruneExpire", "now")
+    result = packorder.repack(work, prune_unreachable=True)
+    assert result.unreachable_pruned == 1 and result.unreachable_kept == 0
+    git(work, "fsck", "--full")
+
+
+def test_young_unreachable_objects_survive_pruning(work: Path) -> None:
+    result = packorder.repack(work, prune_unreachable=True)
+    assert result.unreachable_pruned == 0 and result.unreachable_kept == 1
+
+
+def test_keep_packs_are_left_alone(work: Path) -> None:
+    (pack,) = (work / ".git" / "objects" / "pack").glob("*.pack")
+    keep = pack.with_suffix(".keep")
+    keep.write_text("")
+    before = contents(work / ".git")
+    result = packorder.repack(work)
+    assert pack.exists() and keep.exists() and result.kept_packs == [pack]
+    assert contents(work / ".git") == before
+    git(work, "fsck", "--full")
+
+
+def test_dry_run_and_output_dir_leave_the_repository_alone(work: Path, tmp_path: Path) -> None:
+    listing = sorted(str(p) for p in (work / ".git" / "objects").rglob("*"))
+    result = packorder.repack(work, dry_run=True)
+    assert result.dry_run and result.packs == [] and result.objects > 0
+    out = tmp_path / "out"
+    result = packorder.repack(work, output_dir=out)
+    assert sorted(str(p) for p in (work / ".git" / "objects").rglob("*")) == listing
+    (pack,) = out.glob("*.pack")
+    git(None, "verify-pack", str(pack.with_suffix(".idx")))
+    assert result.packs == [pack] and result.removed_packs == []
+
+
+def test_lock_keeps_two_repacks_apart(work: Path) -> None:
+    lock = work / ".git" / "objects" / "pack" / "packorder-repack.lock"
+    lock.write_text("pid 1 on elsewhere\n")
+    with pytest.raises(RepositoryError, match="another repack"):
+        packorder.repack(work)
+    lock.unlink()
+    packorder.repack(work)
+    assert not lock.exists()
+
+
+def test_missing_object_stops_before_anything_is_removed(work: Path) -> None:
+    head_tree = git(work, "rev-parse", "HEAD^{tree}").decode().strip()
+    loose = work / ".git" / "objects" / head_tree[:2] / head_tree[2:]
+    assert loose.exists()
+    loose.unlink()
+    listing = sorted(str(p) for p in (work / ".git" / "objects").rglob("*"))
+    with pytest.raises(RepositoryError, match=f"bad tree object {head_tree}; nothing was changed"):
+        packorder.repack(work)
+    assert sorted(str(p) for p in (work / ".git" / "objects").rglob("*")) == listing
+
+
+def test_corrupt_pack_stops_before_anything_is_removed(work: Path) -> None:
+    (pack,) = (work / ".git" / "objects" / "pack").glob("*.pack")
+    data = bytearray(pack.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    pack.chmod(0o644)
+    pack.write_bytes(bytes(data))
+    listing = sorted(str(p) for p in (work / ".git" / "objects").rglob("*"))
+    with pytest.raises(PackError):
+        packorder.repack(work)
+    assert sorted(str(p) for p in (work / ".git" / "objects").rglob("*")) == listing
+
+
+def test_objects_pushed_during_the_repack_survive(work: Path) -> None:
+    """A commit made while the repack runs (between enumeration and removal) stays readable."""
+    made: list[str] = []
+
+    def progress(title: str, done: int, total: int) -> None:
+        if title == "Writing objects" and not made:
+            (work / "pushed.txt").write_text("arrived during the repack\n")
+            git(work, "add", "pushed.txt")
+            git(work, "commit", "-q", "-m", "pushed during repack", when=1_800_000_000)
+            made.append(git(work, "rev-parse", "HEAD").decode().strip())
+
+    packorder.repack(work, progress=progress)
+    assert made
+    git(work, "cat-file", "-e", made[0])
+    git(work, "cat-file", "-p", "HEAD:pushed.txt")
+    git(work, "fsck", "--full")
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_killed_at_any_point_the_repository_stays_valid(work: Path, point: str) -> None:
+    git(work, "multi-pack-index", "write")  # so that removing it is one of the steps
+    before = contents(work / ".git")
+    env = git_env()
+    env["PACKORDER_CRASH_AT"] = point
+    proc = subprocess.run(
+        [sys.executable, "-m", "packorder.cli", "repack", "-q", str(work)], env=env, capture_output=True
+    )
+    assert proc.returncode == 137, proc.stderr.decode()
+    git(work, "fsck", "--full")
+    assert contents(work / ".git") == before
+    # The next repack recovers (after the stale lock is removed, as its message says).
+    (work / ".git" / "objects" / "pack" / "packorder-repack.lock").unlink(missing_ok=True)
+    packorder.repack(work)
+    git(work, "fsck", "--full")
+    assert contents(work / ".git") == before
+
+
+def test_killed_at_random_times(work: Path) -> None:
+    before = contents(work / ".git")
+    for delay in (0.3, 0.45, 0.6, 0.75, 0.9, 1.1):
+        proc = subprocess.Popen([sys.executable, "-m", "packorder.cli", "repack", "-q", str(work)], env=git_env())
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+        (work / ".git" / "objects" / "pack" / "packorder-repack.lock").unlink(missing_ok=True)
+        git(work, "fsck", "--full")
+        assert contents(work / ".git") == before
+
+
+def test_bare_repository_gets_a_bitmap(base_repo: Repo, tmp_path: Path) -> None:
+    bare = tmp_path / "bare.git"
+    git(None, "clone", "-q", "--bare", "--no-local", str(base_repo.path), str(bare))
+    result = packorder.repack(bare)
+    assert result.bitmap
+    assert list((bare / "objects" / "pack").glob("multi-pack-index*.bitmap"))
+    out = git(bare, "rev-list", "--count", "--use-bitmap-index", "--all").decode().strip()
+    assert int(out) == int(git(bare, "rev-list", "--count", "--all").decode().strip())
+    result = packorder.repack(bare, write_bitmap=False)
+    assert not result.bitmap
+
+
+def test_partial_clone_keeps_a_promisor_pack(base_repo: Repo, tmp_path: Path) -> None:
+    upstream = tmp_path / "upstream.git"
+    git(None, "clone", "-q", "--bare", "--no-local", str(base_repo.path), str(upstream))
+    git(upstream, "config", "uploadpack.allowFilter", "true")
+    partial = tmp_path / "partial.git"
+    git(None, "clone", "-q", "--bare", "--filter=blob:none", f"file://{upstream}", str(partial))
+    missing = git(partial, "rev-list", "--objects", "--all", "--missing=print").decode().count("\n?")
+    assert missing > 0
+    result = packorder.repack(partial)
+    assert result.promisor
+    (pack,) = (partial / "objects" / "pack").glob("*.pack")
+    assert pack.with_suffix(".promisor").exists()
+    env = git_env()
+    env["GIT_NO_LAZY_FETCH"] = "1"
+    subprocess.run(["git", "-C", str(partial), "fsck", "--connectivity-only"], check=True, env=env, capture_output=True)
+
+
+def test_cli_reports_and_json(work: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "packorder.cli", "repack", "--json", "-q", str(work)], capture_output=True, env=git_env()
+    )
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    doc = json.loads(proc.stdout)
+    assert doc["objects"] > 0 and doc["packs"] and "verify" in doc["seconds"]
+    bad = subprocess.run([sys.executable, "-m", "packorder.cli", "repack", str(work / "nope")], capture_output=True)
+    assert bad.returncode in (1, 2) and b"Traceback" not in bad.stderr
+
+
+def test_not_a_repository(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "packorder.cli", "repack", str(tmp_path)], capture_output=True, env=git_env()
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.decode().startswith("fatal: not a git repository")
