@@ -187,7 +187,7 @@ def _human(n: int) -> str:
 @click.argument("repo", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--order",
-    type=click.Choice(["recency", "git", "rev-list", "type"]),
+    type=click.Choice(["recency", "git", "rev-list", "type", "interleaved", "windowed", "interleaved-recent"]),
     default="recency",
     show_default=True,
     help="Write order.",

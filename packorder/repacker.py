@@ -25,14 +25,9 @@ from packorder import writer as writer_mod
 from packorder.errors import PackError, RepositoryError, UsageError
 from packorder.indexer import peak_rss, physical_memory
 from packorder.progress import ProgressCallback
-from packorder.repo import LOOSE, ObjectTable, Repository, enumerate_objects, open_repository
+from packorder.repo import LOOSE, ObjectTable, Repository, enumerate_objects, introducing_commits, open_repository
 
-ORDER_FUNCS = {
-    "recency": order_mod.recency,
-    "git": order_mod.git_write_order,
-    "rev-list": order_mod.rev_list,
-    "type": order_mod.by_type,
-}
+ORDER_FUNCS = order_mod.ORDERS
 DEFAULT_PRUNE_GRACE = 14 * 24 * 3600
 
 
@@ -164,14 +159,23 @@ def _subset(table: ObjectTable, rows: np.ndarray) -> ObjectTable:
     )
 
 
-def _order(opts: _Options, table: ObjectTable, choice: deltas_mod.DeltaChoice) -> np.ndarray:
-    kinds = table.kinds
-    if opts.order == "git":
-        # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA, so such trees and
-        # commits skip their phases and join the delta families.
-        reused = choice.base >= 0
-        kinds = np.where(reused, order_mod.REF_DELTA if opts.ref_delta else order_mod.OFS_DELTA, kinds).astype(np.uint8)
-    raw = ORDER_FUNCS[opts.order](kinds, table.tagged, choice.base)
+def order_input(
+    repo: Repository, table: ObjectTable, choice: deltas_mod.DeltaChoice, order: str, ref_delta: bool = False
+) -> order_mod.OrderInput:
+    """The arrays the write orders work on."""
+    # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA (so in its order such
+    # trees and commits skip their phases and join the delta families); new deltas keep
+    # their real type.
+    reused = (choice.base >= 0) & choice.stored_delta
+    delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
+    entry_kinds = np.where(reused, delta_kind, table.kinds).astype(np.uint8)
+    intro = introducing_commits(repo, table) if ORDER_FUNCS[order].needs_intro else None
+    return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds, intro)
+
+
+def _order(repo: Repository, opts: _Options, table: ObjectTable, choice: deltas_mod.DeltaChoice) -> np.ndarray:
+    objs = order_input(repo, table, choice, opts.order, opts.ref_delta)
+    raw = ORDER_FUNCS[opts.order].fn(objs)
     return order_mod.bases_first(raw, choice.base)
 
 
@@ -214,7 +218,7 @@ def _write_group(
     progress: ProgressCallback | None,
 ) -> tuple[Path, writer_mod.IndexFiles, writer_mod.WrittenPack]:
     t = time.perf_counter()
-    order = _order(opts, table, choice)
+    order = _order(repo, opts, table, choice)
     plan = writer_mod.make_plan(repo, table, choice, order)
     seconds["order"] = seconds.get("order", 0.0) + time.perf_counter() - t
     fd, tmp = tempfile.mkstemp(prefix=".tmp-packorder-", suffix=".pack", dir=out_dir)
@@ -387,7 +391,7 @@ def repack(
         )
         if dry_run:
             t = time.perf_counter()
-            _order(opts, table, choice)
+            _order(repo, opts, table, choice)
             seconds["order"] = time.perf_counter() - t
         else:
             installed = []

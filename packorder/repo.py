@@ -206,8 +206,8 @@ class _RevListRun:
     """`git rev-list --objects` of everything, parsed natively in a thread as it streams, so
     the caller can read pack layouts meanwhile."""
 
-    def __init__(self, repo: Repository, missing_ok: bool) -> None:
-        args = [gitcmd.GIT, "--git-dir", str(repo.git_dir), "rev-list", "--objects", "--all", "--reflog"]
+    def __init__(self, repo: Repository, missing_ok: bool, extra: tuple[str, ...] = ()) -> None:
+        args = [gitcmd.GIT, "--git-dir", str(repo.git_dir), "rev-list", "--objects", *extra, "--all", "--reflog"]
         if (repo.git_dir / "index").exists():
             args.append("--indexed-objects")
         if missing_ok:
@@ -329,6 +329,26 @@ def enumerate_objects(repo: Repository, prune_unreachable: bool = False) -> Obje
         if p.promisor:
             promisor |= source == i
     return ObjectTable(oids, kinds, hashes, reachable, tagged, source, pos, promisor, missing)
+
+
+def introducing_commits(repo: Repository, table: ObjectTable) -> np.ndarray:
+    """For each object of `table`, the table index of the commit that first refers to it in
+    Git's walk (`rev-list --objects --in-commit-order`), or -1 (tags, index entries, and
+    unreachable objects)."""
+    run = _RevListRun(repo, missing_ok=repo.has_promisor_packs, extra=("--in-commit-order",))
+    oids, _, _ = run.result()
+    sorted_order = np.argsort(keys(table.oids), kind="stable")
+    at = lookup(keys(table.oids)[sorted_order], keys(oids))
+    rows = np.where(at >= 0, sorted_order[np.maximum(at, 0)], -1)
+    is_commit = np.zeros(len(rows), dtype=bool)
+    is_commit[rows >= 0] = table.kinds[rows[rows >= 0]] == 1
+    # The latest commit line at or before each line of the output.
+    last_commit_line = np.where(is_commit, np.arange(len(rows)), -1)
+    np.maximum.accumulate(last_commit_line, out=last_commit_line)
+    intro = np.full(table.count, -1, dtype=np.int64)
+    valid = (rows >= 0) & ~is_commit & (last_commit_line >= 0)
+    intro[rows[valid]] = rows[last_commit_line[valid]]
+    return intro
 
 
 def _kinds(repo: Repository, source: np.ndarray, pos: np.ndarray) -> np.ndarray:
