@@ -142,7 +142,7 @@ def test_preads_map_to_entries_and_chunks_of_one_read_count_once() -> None:
     pids = np.array([1, 1, 2, 1, 1, 2, 1, 1], dtype=np.int64)
     offsets = np.array([914, 1000, 1010, 66536, 132072, 250, 5, 300_000], dtype=np.uint64)
     counts = np.array([86, 65536, 20, 65536, 100, 10, 7, 20], dtype=np.uint64)
-    got = pread.entry_reads(pids, offsets, counts, layout)
+    got = layout.offsets[pread.entry_reads(pids, offsets, counts, layout)]
     # 914 -> entry 900; 1000 -> entry 1000 (a new read); thread 2 at 1010 -> entry 1000 (its own
     # read); 66536 and 132072 continue thread 1's read of entry 1000; 250 -> entry 12;
     # 5 (the pack header) and 300000 (the trailer) are in no entry.

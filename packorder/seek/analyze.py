@@ -3,6 +3,7 @@ pure functions of `stats`."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,13 +29,25 @@ def layouts_of(trace: Trace, known: dict | None = None) -> list[PackLayout]:
     return out
 
 
+def locate(trace: Trace, layouts: Sequence[PackLayout]) -> Trace:
+    """The trace with the pack position of each access (checking it is an entry start)."""
+    if trace.positions is not None:
+        return trace
+    positions = np.zeros(len(trace), dtype=np.int64)
+    for p, layout in enumerate(layouts):
+        mine = trace.pack_index == p if len(layouts) > 1 else slice(None)
+        positions[mine] = layout.position_of_offset(trace.offsets[mine])
+    return dataclasses.replace(trace, positions=positions)
+
+
 def entry_ranges(trace: Trace, layouts: Sequence[PackLayout]) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of the entry each access read."""
+    positions = locate(trace, layouts).positions
+    assert positions is not None
     ends = np.zeros(len(trace), dtype=np.uint64)
     for p, layout in enumerate(layouts):
-        mine = trace.pack_index == p
-        if mine.any():
-            ends[mine] = layout.ends[layout.position_of_offset(trace.offsets[mine])]
+        mine = trace.pack_index == p if len(layouts) > 1 else slice(None)
+        ends[mine] = layout.ends[positions[mine]]
     return trace.offsets, ends
 
 

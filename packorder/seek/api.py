@@ -85,6 +85,7 @@ def seekstats(
     recording = work.record(progress)
     trace = recording.trace
     layouts = analyze.layouts_of(trace, work.layouts)
+    trace = analyze.locate(trace, layouts)
     results = []
     for view in VIEWS:
         if trace.kind == READS and view == EXPANDED:

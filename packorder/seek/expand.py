@@ -102,12 +102,16 @@ def expand(
     if trace.kind != REQUESTS:
         raise ValueError("only a trace of requests can be expanded")
     n = len(trace)
-    positions = np.zeros(n, dtype=np.int64)
+    positions = trace.positions
+    if positions is None:
+        positions = np.zeros(n, dtype=np.int64)
+        for p, layout in enumerate(layouts):
+            mine = trace.pack_index == p
+            positions[mine] = layout.position_of_offset(trace.offsets[mine])
     simple = np.ones(n, dtype=bool)
     for p, layout in enumerate(layouts):
-        mine = trace.pack_index == p
-        pos = layout.position_of_offset(trace.offsets[mine])
-        positions[mine] = pos
+        mine = trace.pack_index == p if len(layouts) > 1 else slice(None)
+        pos = positions[mine]
         # A whole object that is no delta's base is never cached: its request reads it alone.
         is_base = np.zeros(layout.count, dtype=bool)
         is_base[layout.base[layout.base != NO_BASE]] = True
@@ -134,6 +138,6 @@ def expand(
     out_pos[np.repeat(~simple, lengths)] = np.array(reads, dtype=np.int64)
     offsets = np.zeros(len(out_pos), dtype=np.uint64)
     for p, layout in enumerate(layouts):
-        mine = out_pack == p
+        mine = out_pack == p if len(layouts) > 1 else slice(None)
         offsets[mine] = layout.offsets[out_pos[mine]]
-    return Trace(trace.packs, out_pack.astype(np.int32), offsets, READS, f"{trace.source}, expanded")
+    return Trace(trace.packs, out_pack.astype(np.int32), offsets, READS, f"{trace.source}, expanded", positions=out_pos)

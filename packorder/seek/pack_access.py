@@ -69,48 +69,52 @@ def _parse_fast(data: bytes) -> tuple[list[bytes], np.ndarray, np.ndarray] | Non
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
     newlines = np.flatnonzero(buf == 10)
-    starts = np.empty_like(newlines)
-    starts[0] = 0
-    starts[1:] = newlines[:-1] + 1
-    spaces = np.flatnonzero(buf == 32)
-    first_space = np.searchsorted(spaces, starts)
-    last_space = np.searchsorted(spaces, newlines) - 1
-    # Exactly one space per line, after at least _TAIL bytes of path.
-    if len(spaces) != len(newlines) or not np.array_equal(first_space, last_space):
-        return None
-    sep = spaces
-    path_lens = sep - starts
-    digit_lens = newlines - sep - 1
-    if path_lens.min() < _TAIL or digit_lens.min() < 1 or digit_lens.max() > 19:
-        return None
-    # The offset's digits, right-aligned in the 20 bytes before each newline.
+    # The offset: the digits right before each newline, in a window of the 20 bytes there.
     width = 20
     if newlines[0] < width:
         return None
     window = np.lib.stride_tricks.sliding_window_view(buf, width)[newlines - width].astype(np.int16) - 48
-    window[np.arange(width)[None, :] < (width - digit_lens)[:, None]] = 0
-    if window.min() < 0 or window.max() > 9:
+    digit = (window >= 0) & (window <= 9)
+    # Trailing digits: up to the last byte in the window that is not one (there must be one).
+    digit_lens = np.argmin(digit[:, ::-1], axis=1)
+    if digit.all(axis=1).any() or digit_lens.min() < 1:
         return None
-    offsets = window.astype(np.uint64) @ (np.uint64(10) ** np.arange(width - 1, -1, -1, dtype=np.uint64))
+    sep = newlines - 1 - digit_lens
+    starts = np.empty_like(newlines)
+    starts[0] = 0
+    starts[1:] = newlines[:-1] + 1
+    path_lens = sep - starts
+    # The byte before the digits is a space, the only one on its line, after a path of at
+    # least _TAIL bytes.
+    if path_lens.min() < _TAIL or not np.all(buf[sep] == 32) or np.count_nonzero(buf == 32) != len(newlines):
+        return None
+    window[np.arange(width)[None, :] < (width - digit_lens)[:, None]] = 0  # keep the offset's digits
+    if digit_lens.max() <= 15:  # below 2**53: exact in floating point, and a fast product
+        offsets = (window.astype(np.float64) @ 10.0 ** np.arange(width - 1, -1, -1)).astype(np.uint64)
+    else:
+        offsets = window.astype(np.uint64) @ (np.uint64(10) ** np.arange(width - 1, -1, -1, dtype=np.uint64))
+
+    # With one space per line, a path occurs after a newline and before a space exactly as
+    # often as lines have that path.
+    def lines_with(path: bytes) -> int:
+        return data.count(b"\n" + path + b" ") + data.startswith(path + b" ")
+
+    first_path = data[: sep[0]]
+    if lines_with(first_path) == len(newlines):  # one pack: the usual case
+        return [first_path], np.zeros(len(newlines), dtype=np.int32), offsets
     # A path is named by a hash of its length and its last _TAIL bytes; checked exactly below.
     windows = np.lib.stride_tricks.sliding_window_view(buf, 8)
     with np.errstate(over="ignore"):
         key = path_lens.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         key ^= windows[sep - 16].copy().view(np.uint64).ravel() * np.uint64(0xC2B2AE3D27D4EB4F)
         key ^= windows[sep - 8].copy().view(np.uint64).ravel()
-    if np.all(key == key[0]):
-        first = np.zeros(1, dtype=np.int64)
-        inverse = np.zeros(len(key), dtype=np.int64)
-    else:
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     sizes = np.bincount(inverse)
     paths = [data[starts[i] : sep[i]] for i in first]
-    for group, path in enumerate(paths):
-        # The key is a function of the path, so the group holds every line with this path;
-        # it holds nothing else exactly when the path occurs as many times as the group is big.
-        occurs = data.count(b"\n" + path + b" ") + data.startswith(path + b" ")
-        if occurs != sizes[group]:
-            return None
+    # The key is a function of the path, so a group holds every line with its path; it holds
+    # nothing else exactly when that path is on as many lines as the group has.
+    if any(lines_with(path) != sizes[group] for group, path in enumerate(paths)):
+        return None
     # Number packs by first appearance, as the line parser does.
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)

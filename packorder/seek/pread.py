@@ -44,10 +44,10 @@ def parse(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def entry_reads(pids: np.ndarray, offsets: np.ndarray, counts: np.ndarray, layout: PackLayout) -> np.ndarray:
-    """Entry start offsets of the reads, in order: a pread continuing the same thread's previous
+    """Pack positions of the entries read, in order: a pread continuing the same thread's previous
     pread inside the same entry is part of that read; preads outside every entry are dropped."""
     if len(offsets) == 0:
-        return np.zeros(0, dtype=np.uint64)
+        return np.zeros(0, dtype=np.int64)
     pos = np.searchsorted(layout.offsets, offsets, side="right").astype(np.int64) - 1
     inside = pos >= 0
     inside[inside] = offsets[inside] < layout.ends[pos[inside]]
@@ -61,7 +61,7 @@ def entry_reads(pids: np.ndarray, offsets: np.ndarray, counts: np.ndarray, layou
         & (pos[order][1:] == pos[order][:-1])
         & (offsets[order][1:] == offsets[order][:-1] + counts[order][:-1])
     )
-    return layout.offsets[pos[~continues]]
+    return pos[~continues]
 
 
 def record(
@@ -85,8 +85,9 @@ def record(
 
         seconds = runner.run(traced, progress, title, seen)
         pids, offsets, counts = parse(log.read_bytes())
-    starts = entry_reads(pids, offsets, counts, layout)
-    trace = Trace((pack,), np.zeros(len(starts), dtype=np.int32), starts, READS, SOURCE)
+    positions = entry_reads(pids, offsets, counts, layout)
+    zeros = np.zeros(len(positions), dtype=np.int32)
+    trace = Trace((pack,), zeros, layout.offsets[positions], READS, SOURCE, positions=positions)
     if progress is not None:
         progress(title, len(trace), len(trace))
     return Recording(trace, seconds, [traced.argv])

@@ -36,12 +36,15 @@ class Trace:
     offsets: np.ndarray  # uint64, one per access: the start of the entry read
     kind: str  # REQUESTS or READS
     source: str  # a short description of where the trace came from
+    positions: np.ndarray | None = None  # int64: each entry's position in its pack, when known
 
     def __post_init__(self) -> None:
         if self.kind not in (REQUESTS, READS):
             raise ValueError(f"unknown trace kind {self.kind!r}")
         if len(self.pack_index) != len(self.offsets):
             raise ValueError("pack_index and offsets differ in length")
+        if self.positions is not None and len(self.positions) != len(self.offsets):
+            raise ValueError("positions and offsets differ in length")
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -72,10 +75,12 @@ def concat(traces: Sequence[Trace]) -> Trace:
     for t in traces:
         remap = np.array([where.setdefault(p, len(where)) for p in t.packs] or [0], dtype=np.int32)
         parts.append(remap[t.pack_index] if len(t) else t.pack_index)
+    known = all(t.positions is not None for t in traces)
     return Trace(
         tuple(where),
         np.concatenate(parts).astype(np.int32),
         np.concatenate([t.offsets for t in traces]).astype(np.uint64),
         traces[0].kind,
         traces[0].source,
+        np.concatenate([t.positions for t in traces]).astype(np.int64) if known else None,  # type: ignore[misc]
     )

@@ -90,6 +90,7 @@ class Workload:
     timed: Callable[[], float]  # one untraced run: its wall time
     files: list[Path] = field(default_factory=list)  # the pack files it reads (for --cold)
     layouts: dict[Path, PackLayout] = field(default_factory=dict)  # layouts loaded while recording
+    command: runner.Command | None = None  # the git command, when a single one is traced
 
 
 def pack_files(git_dir: Path) -> list[Path]:
@@ -149,6 +150,7 @@ def build(
         record=lambda progress: pack_access.record(command, progress, title),
         timed=lambda: runner.run(command),
         files=files,
+        command=command,
     )
 
 
