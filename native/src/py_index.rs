@@ -33,6 +33,8 @@ struct State {
     stats: ResolveStats,
     asked_bases: HashSet<ObjectId>,
     appended: u32,
+    /// Offsets of the entries read while resolving, in order, when tracing.
+    trace: Vec<u64>,
 }
 
 #[pyclass(frozen, module = "packorder._native")]
@@ -63,7 +65,8 @@ fn add_stats(total: &mut ResolveStats, s: ResolveStats) {
 #[pymethods]
 impl PackIndexer {
     #[new]
-    #[pyo3(signature = (path, threads, budget, object_limit, detect_collisions=true, writable=false, split_min_bytes=None))]
+    #[pyo3(signature = (path, threads, budget, object_limit, detect_collisions=true, writable=false, split_min_bytes=None, trace=false))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         path: PathBuf,
         threads: usize,
@@ -72,6 +75,7 @@ impl PackIndexer {
         detect_collisions: bool,
         writable: bool,
         split_min_bytes: Option<u64>,
+        trace: bool,
     ) -> PyResult<Self> {
         let threads = threads.max(1);
         let pack = PackFile::open(&path, writable).map_err(to_py_err)?;
@@ -87,7 +91,7 @@ impl PackIndexer {
                 threads,
                 split_min_bytes: split_min_bytes.unwrap_or(DEFAULT_SPLIT_MIN_BYTES),
                 detect_collisions,
-                resolve_opts: ResolveOptions { budget, object_limit, detect_collisions },
+                resolve_opts: ResolveOptions { trace, budget, object_limit, detect_collisions },
                 pool,
                 header: None,
                 checksum: None,
@@ -96,6 +100,7 @@ impl PackIndexer {
                 stats: ResolveStats::default(),
                 asked_bases: HashSet::new(),
                 appended: 0,
+                trace: Vec::new(),
             }),
         })
     }
@@ -133,13 +138,13 @@ impl PackIndexer {
         let (Some(table), Some(forest)) = (st.table.as_mut(), st.forest.as_mut()) else {
             return Err(not_scanned());
         };
-        let (pack, opts, pool) = (&st.pack, &st.resolve_opts, &st.pool);
+        let (pack, opts, pool, trace) = (&st.pack, &st.resolve_opts, &st.pool, &mut st.trace);
         let stats = py
             .detach(|| {
                 progress.start(PHASE_RESOLVING, table.delta_count() as u64);
                 let roots: Vec<u32> =
                     (0..table.len()).filter(|&i| !is_delta(table.kinds[i])).map(|i| i as u32).collect();
-                let stats = resolve(pack, table, forest, &roots, opts, &progress, pool);
+                let stats = resolve(pack, table, forest, &roots, opts, &progress, pool, trace);
                 crate::trim_heap();
                 stats
             })
@@ -187,14 +192,15 @@ impl PackIndexer {
         let (Some(table), Some(forest)) = (st.table.as_mut(), st.forest.as_mut()) else {
             return Err(not_scanned());
         };
-        let (pack, opts, pool, detect) = (&mut st.pack, &st.resolve_opts, &st.pool, st.detect_collisions);
+        let (pack, opts, pool, detect, trace) =
+            (&mut st.pack, &st.resolve_opts, &st.pool, st.detect_collisions, &mut st.trace);
         let stats = py
             .detach(|| {
                 let idx = thin::append_object(pack, table, kind, data, level, detect)?;
                 let last = *forest.child_start.last().unwrap_or(&0);
                 forest.child_start.push(last);
                 forest.claimed.push(false);
-                resolve(pack, table, forest, &[idx], opts, &progress, pool)
+                resolve(pack, table, forest, &[idx], opts, &progress, pool, trace)
             })
             .map_err(to_py_err)?;
         add_stats(&mut st.stats, stats);
@@ -271,6 +277,13 @@ impl PackIndexer {
             PyBytes::new(py, &ids),
         ];
         pyo3::types::PyTuple::new(py, items)
+    }
+
+    /// Offsets (native u64s) of the entries the second pass read, in the order the reads
+    /// happened across threads; empty unless the indexer was made with trace=True.
+    fn trace_offsets<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let st = self.lock();
+        PyBytes::new(py, &st.trace.iter().flat_map(|o| o.to_ne_bytes()).collect::<Vec<u8>>())
     }
 
     /// (phase, done, total); phases: 0 idle, 1 indexing, 2 resolving, 3 checksum.

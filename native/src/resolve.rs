@@ -30,6 +30,8 @@ use crate::table::{ref_children, Table};
 const WHOLE_READ_LIMIT: u64 = 64 << 20;
 
 pub struct ResolveOptions {
+    /// Record the offset of every entry read, in the order reads happen (all threads).
+    pub trace: bool,
     /// Bytes all kept bases may hold together.
     pub budget: u64,
     /// Largest object we agree to materialize (physical memory).
@@ -187,6 +189,7 @@ struct Resolver<'a> {
     delta_inflations: AtomicU64,
     rebuilds: AtomicU64,
     resolved: AtomicU64,
+    trace: Option<Mutex<Vec<u64>>>,
 }
 
 impl<'a> Resolver<'a> {
@@ -214,6 +217,9 @@ impl<'a> Resolver<'a> {
         let (start, end) = self.table.stream_of(i);
         let size = self.table.sizes[i];
         let offset = self.table.offsets[i];
+        if let Some(t) = &self.trace {
+            t.lock().unwrap_or_else(|e| e.into_inner()).push(offset);
+        }
         if size > self.opts.object_limit {
             return Err(PackError::at(offset, format!("object of {size} bytes does not fit in memory")));
         }
@@ -442,7 +448,9 @@ impl Forest {
     }
 }
 
-/// Resolve every delta reachable from `roots` (whole objects whose ids are known).
+/// Resolve every delta reachable from `roots` (whole objects whose ids are known). With
+/// `opts.trace`, the offsets read are appended to `trace`.
+#[allow(clippy::too_many_arguments)]
 pub fn resolve(
     pack: &PackFile,
     table: &mut Table,
@@ -451,6 +459,7 @@ pub fn resolve(
     opts: &ResolveOptions,
     progress: &Progress,
     pool: &rayon::ThreadPool,
+    trace: &mut Vec<u64>,
 ) -> Result<ResolveStats> {
     let mut oids = std::mem::take(&mut table.oids);
     let mut real_kinds = std::mem::take(&mut table.real_kinds);
@@ -481,6 +490,7 @@ pub fn resolve(
             delta_inflations: AtomicU64::new(0),
             rebuilds: AtomicU64::new(0),
             resolved: AtomicU64::new(0),
+            trace: opts.trace.then(|| Mutex::new(Vec::new())),
         };
         pool.install(|| roots.par_iter().with_max_len(64).for_each(|&root| r.resolve_root(root as usize)));
         let stats = ResolveStats {
@@ -492,6 +502,9 @@ pub fn resolve(
             peak_kept: r.kept.peak.load(Ordering::Relaxed),
         };
         let failure = r.failure.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = r.trace {
+            trace.extend(t.into_inner().unwrap_or_else(|e| e.into_inner()));
+        }
         for (flag, c) in forest.claimed.iter_mut().zip(r.claimed.iter()) {
             *flag = c.load(Ordering::Relaxed);
         }
