@@ -72,8 +72,10 @@ def main() -> None:
     parser.add_argument("--path")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--generate", type=int, metavar="N", help="make REPO with N commits if it does not exist")
-    parser.add_argument("git_args", nargs="*", help="after --: the custom workload's git arguments")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    git_args = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    args.git_args = git_args
     if args.generate and not args.repo.exists():
         start = time.perf_counter()
         generate(args.repo, args.generate)

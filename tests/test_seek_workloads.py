@@ -133,6 +133,14 @@ def test_paths_are_chosen_from_history(history: Repo) -> None:
     assert log_path.workload.path == best_dir and log_path.workload.chosen
 
 
+def test_kinds_at_head_with_nested_paths(history: Repo) -> None:
+    from packorder.seek.choose import kinds_at_head
+
+    # Asking for a directory and a file inside it at once: both are found.
+    got = kinds_at_head(history.git_dir, ["src", "src/file1.c", "README", "no/such", "src/nope"])
+    assert got == {"src": "tree", "src/file1.c": "blob", "README": "blob"}
+
+
 def test_bad_input_is_refused(history: Repo, tmp_path: Path) -> None:
     with pytest.raises(RepositoryError):
         seekstats(tmp_path, "log")

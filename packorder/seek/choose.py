@@ -40,7 +40,7 @@ def kinds_at_head(git_dir: Path, paths: list[str]) -> dict[str, str]:
     partial clone's missing blobs still count)."""
     if not paths:
         return {}
-    proc = run(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "HEAD", "--", *paths], git_dir=git_dir)
+    proc = run(["--literal-pathspecs", "ls-tree", "-t", "-z", "--full-tree", "HEAD", "--", *paths], git_dir=git_dir)
     found = {}
     for item in proc.stdout.split(b"\x00"):
         meta, tab, name = item.partition(b"\t")

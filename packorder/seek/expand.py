@@ -124,8 +124,9 @@ def expand(
     reads: list[int] = []
     todo = np.flatnonzero(~simple)
     packs_of = trace.pack_index[todo].tolist()
+    limits = [layout.count for layout in layouts]
     for done, (i, p, pos) in enumerate(zip(todo.tolist(), packs_of, positions[todo].tolist(), strict=True)):
-        got = unpack_entry(cache, p << 32, pos, bases[p], sizes[p], layouts[p].count)
+        got = unpack_entry(cache, p << 32, pos, bases[p], sizes[p], limits[p])
         lengths[i] = len(got)
         reads.extend(got)
         if progress is not None and done & 0xFFFF == 0:
