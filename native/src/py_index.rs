@@ -53,6 +53,12 @@ impl PackIndexer {
     }
 }
 
+/// An eighth of the budget a thread: above it objects are streamed in pass 1 and resolved
+/// one at a time in pass 2, so per-thread buffers together stay within a quarter of the budget.
+fn per_thread_share(budget: u64, threads: usize) -> u64 {
+    (budget / (8 * threads.max(1) as u64)).clamp(1 << 20, 64 << 20)
+}
+
 fn add_stats(total: &mut ResolveStats, s: ResolveStats) {
     total.resolved += s.resolved;
     total.base_inflations += s.base_inflations;
@@ -91,7 +97,13 @@ impl PackIndexer {
                 threads,
                 split_min_bytes: split_min_bytes.unwrap_or(DEFAULT_SPLIT_MIN_BYTES),
                 detect_collisions,
-                resolve_opts: ResolveOptions { trace, budget, object_limit, detect_collisions },
+                resolve_opts: ResolveOptions {
+                    trace,
+                    budget,
+                    object_limit,
+                    big_threshold: per_thread_share(budget, threads),
+                    detect_collisions,
+                },
                 pool,
                 header: None,
                 checksum: None,
@@ -114,6 +126,7 @@ impl PackIndexer {
             threads: st.threads,
             detect_collisions: st.detect_collisions,
             split_min_bytes: st.split_min_bytes,
+            whole_limit: per_thread_share(st.resolve_opts.budget, st.threads),
         };
         let pack = &st.pack;
         let result = py.detach(|| {
@@ -142,8 +155,10 @@ impl PackIndexer {
         let stats = py
             .detach(|| {
                 progress.start(PHASE_RESOLVING, table.delta_count() as u64);
-                let roots: Vec<u32> =
-                    (0..table.len()).filter(|&i| !is_delta(table.kinds[i])).map(|i| i as u32).collect();
+                let roots: Vec<u32> = (0..table.len())
+                    .filter(|&i| !is_delta(table.kinds[i]))
+                    .map(|i| i as u32)
+                    .collect();
                 let stats = resolve(pack, table, forest, &roots, opts, &progress, pool, trace);
                 crate::trim_heap();
                 stats
@@ -157,7 +172,10 @@ impl PackIndexer {
     fn unresolved_offsets(&self) -> PyResult<Vec<u64>> {
         let st = self.lock();
         let table = st.table.as_ref().ok_or_else(not_scanned)?;
-        Ok(unresolved(table).into_iter().map(|i| table.offsets[i as usize]).collect())
+        Ok(unresolved(table)
+            .into_iter()
+            .map(|i| table.offsets[i as usize])
+            .collect())
     }
 
     /// The base id of the first unresolved REF_DELTA (pack order) not asked for before, as Git
@@ -184,7 +202,9 @@ impl PackIndexer {
     /// Append a whole object as a base for the pack's REF_DELTAs and resolve what it unlocks.
     fn append_base(&self, py: Python<'_>, kind: u8, data: &[u8], level: u32) -> PyResult<()> {
         if !(OBJ_COMMIT..=OBJ_TAG).contains(&kind) {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!("bad object type {kind}")));
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "bad object type {kind}"
+            )));
         }
         let progress = self.progress.clone();
         let mut st = self.lock();
@@ -192,8 +212,13 @@ impl PackIndexer {
         let (Some(table), Some(forest)) = (st.table.as_mut(), st.forest.as_mut()) else {
             return Err(not_scanned());
         };
-        let (pack, opts, pool, detect, trace) =
-            (&mut st.pack, &st.resolve_opts, &st.pool, st.detect_collisions, &mut st.trace);
+        let (pack, opts, pool, detect, trace) = (
+            &mut st.pack,
+            &st.resolve_opts,
+            &st.pool,
+            st.detect_collisions,
+            &mut st.trace,
+        );
         let stats = py
             .detach(|| {
                 let idx = thin::append_object(pack, table, kind, data, level, detect)?;
@@ -230,7 +255,11 @@ impl PackIndexer {
         let order = py.detach(|| {
             crate::trim_heap();
             let mut order: Vec<u32> = (0..n as u32).collect();
-            order.par_sort_unstable_by(|&a, &b| table.oids[a as usize].cmp(&table.oids[b as usize]).then(a.cmp(&b)));
+            order.par_sort_unstable_by(|&a, &b| {
+                table.oids[a as usize]
+                    .cmp(&table.oids[b as usize])
+                    .then(a.cmp(&b))
+            });
             order
         });
         // Each column is written straight into its Python bytes object: no second copy.
@@ -283,7 +312,13 @@ impl PackIndexer {
     /// happened across threads; empty unless the indexer was made with trace=True.
     fn trace_offsets<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         let st = self.lock();
-        PyBytes::new(py, &st.trace.iter().flat_map(|o| o.to_ne_bytes()).collect::<Vec<u8>>())
+        PyBytes::new(
+            py,
+            &st.trace
+                .iter()
+                .flat_map(|o| o.to_ne_bytes())
+                .collect::<Vec<u8>>(),
+        )
     }
 
     /// (phase, done, total); phases: 0 idle, 1 indexing, 2 resolving, 3 checksum.

@@ -9,15 +9,24 @@
 //!
 //! Work is spread by rayon's work stealing at the granularity of one delta, so one huge delta
 //! family does not serialize on one thread as it does in Git (which splits work by root).
+//!
+//! Large objects (a base or a result of at least `big_threshold` bytes) are admitted by a gate:
+//! room is made among the kept bases first, then the object may be allocated if kept bases
+//! plus large objects in flight plus it stay within the budget plus the largest object seen,
+//! or if no other large object is in flight (so one always proceeds); otherwise its thread
+//! waits for one to finish. What objects hold together thus stays within the budget plus the
+//! largest object however many threads run, and large objects still resolve in parallel when
+//! the budget has room for them (small objects in flight add at most threads × 2 ×
+//! big_threshold).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 
 use rayon::prelude::*;
 
-use crate::delta::{apply_delta, apply_delta_into};
+use crate::delta::{apply_delta, apply_delta_into, delta_sizes};
 use crate::entry::{is_delta, ObjectId};
 use crate::error::{PackError, Result};
 use crate::hash::object_id;
@@ -26,9 +35,6 @@ use crate::progress::Progress;
 use crate::source::PackFile;
 use crate::table::{ref_children, Table};
 
-/// Compressed entries larger than this are inflated in chunks rather than read whole.
-const WHOLE_READ_LIMIT: u64 = 64 << 20;
-
 pub struct ResolveOptions {
     /// Record the offset of every entry read, in the order reads happen (all threads).
     pub trace: bool,
@@ -36,6 +42,8 @@ pub struct ResolveOptions {
     pub budget: u64,
     /// Largest object we agree to materialize (physical memory).
     pub object_limit: u64,
+    /// Objects at least this large are resolved one at a time (see the module comment).
+    pub big_threshold: u64,
     pub detect_collisions: bool,
 }
 
@@ -61,7 +69,10 @@ unsafe impl<T: Send> Sync for Disjoint<T> {}
 
 impl<T: Copy> Disjoint<T> {
     fn new(v: &mut [T]) -> Self {
-        Disjoint { ptr: v.as_mut_ptr(), len: v.len() }
+        Disjoint {
+            ptr: v.as_mut_ptr(),
+            len: v.len(),
+        }
     }
 
     fn set(&self, i: usize, value: T) {
@@ -80,6 +91,8 @@ impl<T: Copy> Disjoint<T> {
 struct Base {
     entry: u32,
     kind: u8,
+    /// Size of the object (its data, once materialized).
+    size: u64,
     parent: Option<Arc<Base>>,
     data: Mutex<Option<Arc<Vec<u8>>>>,
     pending: AtomicU32,
@@ -116,7 +129,10 @@ impl KeptBases {
         }
         // Released bases leave stale entries behind; sweep them once they dominate.
         if order.len() as u64 > 2 * count + 4096 {
-            order.retain(|w| w.upgrade().is_some_and(|b| b.data.try_lock().map(|d| d.is_some()).unwrap_or(true)));
+            order.retain(|w| {
+                w.upgrade()
+                    .is_some_and(|b| b.data.try_lock().map(|d| d.is_some()).unwrap_or(true))
+            });
         }
     }
 
@@ -132,6 +148,35 @@ impl KeptBases {
                 continue;
             }
             // A base being rebuilt right now is busy: leave it for later.
+            let Ok(mut slot) = b.data.try_lock() else {
+                order.push_back(weak);
+                continue;
+            };
+            if let Some(d) = slot.take() {
+                self.used.fetch_sub(d.capacity() as u64, Ordering::Relaxed);
+                self.count.fetch_sub(1, Ordering::Relaxed);
+                self.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Evict the oldest kept bases (never `protect`) until `need` more bytes fit in the budget,
+    /// or nothing more can go.
+    fn make_room(&self, need: u64, protect: &Arc<Base>) {
+        let target = self.budget.saturating_sub(need);
+        if self.used.load(Ordering::Relaxed) <= target {
+            return;
+        }
+        let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tries = order.len();
+        while self.used.load(Ordering::Relaxed) > target && tries > 0 {
+            tries -= 1;
+            let Some(weak) = order.pop_front() else { break };
+            let Some(b) = weak.upgrade() else { continue };
+            if Arc::ptr_eq(&b, protect) {
+                order.push_back(weak);
+                continue;
+            }
             let Ok(mut slot) = b.data.try_lock() else {
                 order.push_back(weak);
                 continue;
@@ -190,6 +235,51 @@ struct Resolver<'a> {
     rebuilds: AtomicU64,
     resolved: AtomicU64,
     trace: Option<Mutex<Vec<u64>>>,
+    gate: Gate,
+}
+
+/// Admission of large objects; see the module comment.
+struct Gate {
+    in_flight: Mutex<u64>,
+    released: Condvar,
+    largest: AtomicU64,
+}
+
+/// A large object's admission, given back when its data is kept or dropped.
+struct Ticket<'a> {
+    gate: &'a Gate,
+    bytes: u64,
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        let mut n = self
+            .gate
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *n -= self.bytes;
+        self.gate.released.notify_all();
+    }
+}
+
+impl Gate {
+    fn admit<'a>(&'a self, need: u64, kept: &KeptBases, protect: &Arc<Base>) -> Ticket<'a> {
+        let largest = self.largest.fetch_max(need, Ordering::Relaxed).max(need);
+        kept.make_room(need, protect);
+        let mut n = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let held = kept.used.load(Ordering::Relaxed) + *n;
+            if *n == 0 || held + need <= kept.budget + largest {
+                *n += need;
+                return Ticket {
+                    gate: self,
+                    bytes: need,
+                };
+            }
+            n = self.released.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 impl<'a> Resolver<'a> {
@@ -221,14 +311,23 @@ impl<'a> Resolver<'a> {
             t.lock().unwrap_or_else(|e| e.into_inner()).push(offset);
         }
         if size > self.opts.object_limit {
-            return Err(PackError::at(offset, format!("object of {size} bytes does not fit in memory")));
+            return Err(PackError::at(
+                offset,
+                format!("object of {size} bytes does not fit in memory"),
+            ));
         }
         out.clear();
-        out.try_reserve_exact(size as usize)
-            .map_err(|_| PackError::at(offset, format!("cannot allocate {size} bytes for an object")))?;
+        out.try_reserve_exact(size as usize).map_err(|_| {
+            PackError::at(
+                offset,
+                format!("cannot allocate {size} bytes for an object"),
+            )
+        })?;
         out.resize(size as usize, 0);
         let clen = end - start;
-        if clen <= WHOLE_READ_LIMIT {
+        // Large entries are inflated straight from the file, without a second (compressed)
+        // copy of them in memory.
+        if clen <= KEEP_BUFFER_LIMIT as u64 {
             READ_BUF.with(|rb| -> Result<()> {
                 let mut rb = rb.borrow_mut();
                 if rb.len() < clen as usize {
@@ -239,7 +338,10 @@ impl<'a> Resolver<'a> {
                     .with(|inf| inf.borrow_mut().inflate_exact(&rb[..clen as usize], out))
                     .map_err(|f| PackError::at(offset, f.describe(size)))?;
                 if used as u64 != clen {
-                    return Err(PackError::at(offset, "entry changed since it was first read"));
+                    return Err(PackError::at(
+                        offset,
+                        "entry changed since it was first read",
+                    ));
                 }
                 if rb.len() > KEEP_BUFFER_LIMIT {
                     *rb = Vec::new();
@@ -261,7 +363,11 @@ impl<'a> Resolver<'a> {
             while taken < n {
                 let (in0, out0) = (stream.total_in(), stream.total_out() as usize);
                 let status = stream
-                    .decompress(&input[taken..n], &mut out[out0..], flate2::FlushDecompress::None)
+                    .decompress(
+                        &input[taken..n],
+                        &mut out[out0..],
+                        flate2::FlushDecompress::None,
+                    )
                     .map_err(|e| PackError::at(offset, format!("corrupt zlib stream: {e}")))?;
                 let took = (stream.total_in() - in0) as usize;
                 taken += took;
@@ -275,7 +381,10 @@ impl<'a> Resolver<'a> {
             pos += n as u64;
         }
         if stream.total_out() as usize != out.len() || stream.total_in() != end - start {
-            return Err(PackError::at(offset, "entry changed since it was first read"));
+            return Err(PackError::at(
+                offset,
+                "entry changed since it was first read",
+            ));
         }
         Ok(())
     }
@@ -309,7 +418,12 @@ impl<'a> Resolver<'a> {
             let i = b.entry as usize;
             self.delta_inflations.fetch_add(1, Ordering::Relaxed);
             let delta = self.inflate_entry(i)?;
-            data = Arc::new(apply_delta(&data, &delta, self.table.offsets[i], self.opts.object_limit)?);
+            data = Arc::new(apply_delta(
+                &data,
+                &delta,
+                self.table.offsets[i],
+                self.opts.object_limit,
+            )?);
             if b.pending.load(Ordering::Relaxed) > 0 {
                 self.kept.keep(&b, data.clone());
             }
@@ -332,9 +446,20 @@ impl<'a> Resolver<'a> {
     }
 
     /// Keep `base`'s data while its `children` need it, and queue them.
-    fn spawn_children<'s>(&'s self, s: &rayon::Scope<'s>, base: Arc<Base>, data: Vec<u8>, children: Vec<u32>) {
+    fn spawn_children<'s>(
+        &'s self,
+        s: &rayon::Scope<'s>,
+        base: Arc<Base>,
+        data: Vec<u8>,
+        children: Vec<u32>,
+    ) {
         base.pending.store(children.len() as u32, Ordering::Relaxed);
         self.kept.keep(&base, Arc::new(data));
+        self.spawn_kept(s, base, children);
+    }
+
+    /// Queue the `children` of a base whose data is already kept.
+    fn spawn_kept<'s>(&'s self, s: &rayon::Scope<'s>, base: Arc<Base>, children: Vec<u32>) {
         // rayon runs the last spawned first: spawn in reverse to resolve in pack order.
         for &c in children.iter().rev() {
             let b = base.clone();
@@ -342,32 +467,53 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// Apply delta `ci` to its base into this thread's result buffer; returns the new id.
-    fn apply_child(&self, base: &Arc<Base>, ci: usize) -> Result<ObjectId> {
-        let base_data = self.data_of(base)?;
+    /// Apply delta `ci` to its base into this thread's result buffer; returns the new id and,
+    /// for a large object, its admission, held until the result is kept or dropped.
+    fn apply_child(&self, base: &Arc<Base>, ci: usize) -> Result<(ObjectId, Option<Ticket<'_>>)> {
         let offset = self.table.offsets[ci];
         self.delta_inflations.fetch_add(1, Ordering::Relaxed);
         DELTA_BUF.with(|db| {
             RESULT_BUF.with(|rb| {
                 let (mut db, mut rb) = (db.borrow_mut(), rb.borrow_mut());
                 self.inflate_entry_into(ci, &mut db)?;
+                let (_, result_size, _) = delta_sizes(&db, offset)?;
+                let big = (base.size.max(result_size) >= self.opts.big_threshold).then(|| {
+                    // A base evicted from memory is rebuilt first: count it (and the step
+                    // before it) as in flight too.
+                    let evicted = base
+                        .data
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .is_none();
+                    let rebuild = if evicted { 2 * base.size } else { 0 };
+                    self.gate.admit(result_size + rebuild, &self.kept, base)
+                });
+                let base_data = self.data_of(base)?;
                 apply_delta_into(&base_data, &db, offset, self.opts.object_limit, &mut rb)?;
+                drop(base_data);
                 release_if_large(&mut db);
-                object_id(base.kind, &rb, self.opts.detect_collisions, offset)
+                Ok((
+                    object_id(base.kind, &rb, self.opts.detect_collisions, offset)?,
+                    big,
+                ))
             })
         })
     }
 
     fn resolve_child<'s>(&'s self, s: &rayon::Scope<'s>, base: Arc<Base>, c: u32) {
         let ci = c as usize;
-        let result = if self.stopped() { None } else { Some(self.apply_child(&base, ci)) };
+        let result = if self.stopped() {
+            None
+        } else {
+            Some(self.apply_child(&base, ci))
+        };
         if base.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.kept.release(&base);
         }
-        let id = match result {
+        let (id, _big) = match result {
             None => return,
             Some(Err(e)) => return self.fail(e),
-            Some(Ok(id)) => id,
+            Some(Ok(r)) => r,
         };
         self.oids.set(ci, id);
         self.real_kinds.set(ci, base.kind);
@@ -391,6 +537,7 @@ impl<'a> Resolver<'a> {
         let child = Arc::new(Base {
             entry: c,
             kind: base.kind,
+            size: data.len() as u64,
             parent: Some(base),
             data: Mutex::new(None),
             pending: AtomicU32::new(0),
@@ -414,19 +561,26 @@ impl<'a> Resolver<'a> {
         if children.is_empty() {
             return;
         }
+        let size = self.table.sizes[r];
+        let base = Arc::new(Base {
+            entry: r as u32,
+            kind: self.real_kinds.get(r),
+            size,
+            parent: None,
+            data: Mutex::new(None),
+            pending: AtomicU32::new(0),
+        });
+        let big =
+            (size >= self.opts.big_threshold).then(|| self.gate.admit(size, &self.kept, &base));
         let data = match self.inflate_entry(r) {
             Ok(d) => d,
             Err(e) => return self.fail(e),
         };
         self.base_inflations.fetch_add(1, Ordering::Relaxed);
-        let base = Arc::new(Base {
-            entry: r as u32,
-            kind: self.real_kinds.get(r),
-            parent: None,
-            data: Mutex::new(None),
-            pending: AtomicU32::new(0),
-        });
-        rayon::scope(|s| self.spawn_children(s, base, data, children));
+        base.pending.store(children.len() as u32, Ordering::Relaxed);
+        self.kept.keep(&base, Arc::new(data));
+        drop(big);
+        rayon::scope(|s| self.spawn_kept(s, base, children));
     }
 }
 
@@ -444,7 +598,12 @@ impl Forest {
     pub fn new(table: &mut Table) -> Result<Self> {
         let (child_start, child_list) = table.ofs_children()?;
         table.ofs_bases = Vec::new();
-        Ok(Forest { child_start, child_list, refs: table.sorted_ref_bases(), claimed: vec![false; table.len()] })
+        Ok(Forest {
+            child_start,
+            child_list,
+            refs: table.sorted_ref_bases(),
+            claimed: vec![false; table.len()],
+        })
     }
 }
 
@@ -491,8 +650,18 @@ pub fn resolve(
             rebuilds: AtomicU64::new(0),
             resolved: AtomicU64::new(0),
             trace: opts.trace.then(|| Mutex::new(Vec::new())),
+            gate: Gate {
+                in_flight: Mutex::new(0),
+                released: Condvar::new(),
+                largest: AtomicU64::new(0),
+            },
         };
-        pool.install(|| roots.par_iter().with_max_len(64).for_each(|&root| r.resolve_root(root as usize)));
+        pool.install(|| {
+            roots
+                .par_iter()
+                .with_max_len(64)
+                .for_each(|&root| r.resolve_root(root as usize))
+        });
         let stats = ResolveStats {
             resolved: r.resolved.load(Ordering::Relaxed),
             base_inflations: r.base_inflations.load(Ordering::Relaxed),
@@ -521,5 +690,8 @@ pub fn resolve(
 
 /// Deltas left unresolved (their base is neither in the pack nor was supplied).
 pub fn unresolved(table: &Table) -> Vec<u32> {
-    (0..table.len()).filter(|&i| is_delta(table.kinds[i]) && table.real_kinds[i] == 0).map(|i| i as u32).collect()
+    (0..table.len())
+        .filter(|&i| is_delta(table.kinds[i]) && table.real_kinds[i] == 0)
+        .map(|i| i as u32)
+        .collect()
 }

@@ -8,7 +8,7 @@
 //! from there on; a wrong guess only costs the work of that thread (we splice wherever the
 //! chains meet, or re-parse sequentially if they never do).
 
-use crate::entry::{is_delta, parse_header, EntryHeader, BaseRef, MAX_HEADER_LEN, RAWSZ};
+use crate::entry::{is_delta, parse_header, BaseRef, EntryHeader, MAX_HEADER_LEN, RAWSZ};
 use crate::error::{PackError, Result};
 use crate::hash::{FileChecksum, ObjectHasher};
 use crate::inflate::{looks_like_zlib, Inflater};
@@ -16,7 +16,8 @@ use crate::progress::{Progress, PHASE_INDEXING};
 use crate::source::{PackFile, Window};
 use crate::table::Table;
 
-/// Entries whose inflated size exceeds this are inflated in a stream, never held whole here.
+/// Entries whose inflated size exceeds this are inflated in a stream, never held whole here
+/// (the default; `ScanOptions::whole_limit` lowers it under a small memory budget).
 pub const WHOLE_LIMIT: u64 = 32 << 20;
 /// The read window of the first pass.
 const WINDOW: usize = 1 << 20;
@@ -40,7 +41,10 @@ pub struct PackHeader {
 
 pub fn read_header(pack: &PackFile) -> Result<PackHeader> {
     if pack.len < PACK_HEADER_LEN + RAWSZ as u64 {
-        return Err(PackError::at(0, format!("file of {} bytes is too short to be a pack", pack.len)));
+        return Err(PackError::at(
+            0,
+            format!("file of {} bytes is too short to be a pack", pack.len),
+        ));
     }
     let mut hdr = [0u8; 12];
     pack.read_exact_at(&mut hdr, 0)?;
@@ -49,7 +53,10 @@ pub fn read_header(pack: &PackFile) -> Result<PackHeader> {
     }
     let version = u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
     if version != 2 && version != 3 {
-        return Err(PackError::at(4, format!("pack version {version} is not supported")));
+        return Err(PackError::at(
+            4,
+            format!("pack version {version} is not supported"),
+        ));
     }
     let count = u32::from_be_bytes([hdr[8], hdr[9], hdr[10], hdr[11]]);
     Ok(PackHeader { version, count })
@@ -65,6 +72,8 @@ pub struct ScanOptions {
     pub detect_collisions: bool,
     /// Packs smaller than this are scanned by one thread (splitting costs a boundary search).
     pub split_min_bytes: u64,
+    /// Entries inflating to more than this are streamed rather than inflated whole.
+    pub whole_limit: u64,
 }
 
 pub const DEFAULT_SPLIT_MIN_BYTES: u64 = 4 * SYNC_SPAN;
@@ -75,26 +84,32 @@ struct Scanner<'a> {
     inflater: Inflater,
     scratch: Vec<u8>,
     detect_collisions: bool,
+    whole_limit: u64,
 }
 
 impl<'a> Scanner<'a> {
-    fn new(pack: &'a PackFile, limit: u64, detect_collisions: bool) -> Self {
+    fn new(pack: &'a PackFile, limit: u64, opts: &ScanOptions) -> Self {
         Scanner {
             pack,
             window: Window::new(pack, limit, WINDOW),
             inflater: Inflater::new(),
             scratch: Vec::new(),
-            detect_collisions,
+            detect_collisions: opts.detect_collisions,
+            whole_limit: opts.whole_limit.min(WHOLE_LIMIT),
         }
     }
 
     fn header(&mut self, offset: u64) -> Result<EntryHeader> {
         let limit = self.window.limit();
         let bytes = self.window.at(offset, MAX_HEADER_LEN)?;
-        let h = parse_header(bytes, offset)?
-            .ok_or_else(|| PackError::at(offset, "entry header is cut off by the end of the pack"))?;
+        let h = parse_header(bytes, offset)?.ok_or_else(|| {
+            PackError::at(offset, "entry header is cut off by the end of the pack")
+        })?;
         if offset + h.header_len as u64 >= limit {
-            return Err(PackError::at(offset, "entry data is cut off by the end of the pack"));
+            return Err(PackError::at(
+                offset,
+                "entry data is cut off by the end of the pack",
+            ));
         }
         Ok(h)
     }
@@ -102,7 +117,11 @@ impl<'a> Scanner<'a> {
     /// Scan the entry at `offset` into `out`; returns the offset of the next entry.
     fn entry(&mut self, offset: u64, out: &mut Table) -> Result<u64> {
         let h = self.header(offset)?;
-        let whole = if h.size <= WHOLE_LIMIT { self.inflate_whole(offset, &h, false)? } else { None };
+        let whole = if h.size <= self.whole_limit {
+            self.inflate_whole(offset, &h, false)?
+        } else {
+            None
+        };
         let (used, crc, oid) = match whole {
             Some(r) => r,
             None => self.inflate_streaming(offset, &h)?,
@@ -121,7 +140,8 @@ impl<'a> Scanner<'a> {
             out.ref_bases.push((id, idx));
         }
         out.oids.push(oid.unwrap_or([0; RAWSZ]));
-        out.real_kinds.push(if is_delta(h.kind) { 0 } else { h.kind });
+        out.real_kinds
+            .push(if is_delta(h.kind) { 0 } else { h.kind });
         Ok(offset + h.header_len as u64 + used)
     }
 
@@ -139,11 +159,15 @@ impl<'a> Scanner<'a> {
         if self.scratch.len() < size {
             self.scratch.resize(size, 0);
         }
-        let mut want = (h.header_len as u64 + compress_bound(h.size)).min(MAX_WINDOW as u64) as usize;
+        let mut want =
+            (h.header_len as u64 + compress_bound(h.size)).min(MAX_WINDOW as u64) as usize;
         loop {
             let buf = self.window.at(offset, want)?;
             let have = buf.len();
-            match self.inflater.inflate_exact(&buf[h.header_len..], &mut self.scratch[..size]) {
+            match self
+                .inflater
+                .inflate_exact(&buf[h.header_len..], &mut self.scratch[..size])
+            {
                 Ok(used) => {
                     let crc = crc32fast::hash(&buf[..h.header_len + used]);
                     let oid = if !probing && !is_delta(h.kind) {
@@ -168,14 +192,21 @@ impl<'a> Scanner<'a> {
     }
 
     /// Inflate an entry in chunks without holding it; exact diagnostics for broken streams.
-    fn inflate_streaming(&mut self, offset: u64, h: &EntryHeader) -> Result<(u64, u32, Option<[u8; RAWSZ]>)> {
+    fn inflate_streaming(
+        &mut self,
+        offset: u64,
+        h: &EntryHeader,
+    ) -> Result<(u64, u32, Option<[u8; RAWSZ]>)> {
         let limit = self.window.limit();
         let mut crc = crc32fast::Hasher::new();
         let mut head = vec![0u8; h.header_len];
         self.pack.read_exact_at(&mut head, offset)?;
         crc.update(&head);
-        let mut hasher =
-            if is_delta(h.kind) { None } else { Some(ObjectHasher::new(h.kind, h.size, self.detect_collisions)) };
+        let mut hasher = if is_delta(h.kind) {
+            None
+        } else {
+            Some(ObjectHasher::new(h.kind, h.size, self.detect_collisions))
+        };
         let stream = &mut self.inflater.stream;
         stream.reset(true);
         let mut input = vec![0u8; STREAM_CHUNK];
@@ -185,7 +216,10 @@ impl<'a> Scanner<'a> {
         loop {
             let n = self.pack.read_upto(&mut input, pos, limit)?;
             if n == 0 {
-                return Err(PackError::at(offset, "zlib stream runs past the end of the pack"));
+                return Err(PackError::at(
+                    offset,
+                    "zlib stream runs past the end of the pack",
+                ));
             }
             let mut taken = 0usize;
             loop {
@@ -201,7 +235,10 @@ impl<'a> Scanner<'a> {
                 if produced > h.size {
                     return Err(PackError::at(
                         offset,
-                        format!("zlib stream inflates to more bytes than the declared size {}", h.size),
+                        format!(
+                            "zlib stream inflates to more bytes than the declared size {}",
+                            h.size
+                        ),
                     ));
                 }
                 if let Some(hs) = hasher.as_mut() {
@@ -244,7 +281,9 @@ impl<'a> Scanner<'a> {
                 Ok(h) if h.size <= PROBE_LIMIT => h,
                 _ => return false,
             };
-            let Ok(bytes) = self.window.at(at, h.header_len + 2) else { return false };
+            let Ok(bytes) = self.window.at(at, h.header_len + 2) else {
+                return false;
+            };
             if bytes.len() < h.header_len + 2 || !looks_like_zlib(&bytes[h.header_len..]) {
                 return false;
             }
@@ -296,7 +335,7 @@ fn scan_region(
     opts: &ScanOptions,
     progress: &Progress,
 ) -> Region {
-    let mut scanner = Scanner::new(pack, limit, opts.detect_collisions);
+    let mut scanner = Scanner::new(pack, limit, opts);
     let mut table = Table::default();
     // Sized up front: growing by reallocation leaves the old blocks behind as heap fragments.
     table.reserve(expected);
@@ -318,7 +357,12 @@ fn scan_region(
         }
         progress.add(1);
     }
-    Region { start, table, end: at, error }
+    Region {
+        start,
+        table,
+        end: at,
+        error,
+    }
 }
 
 fn checksum_of(pack: &PackFile, limit: u64, progress: &Progress) -> Result<[u8; RAWSZ]> {
@@ -350,10 +394,13 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
             let handles: Vec<_> = (1..threads)
                 .map(|i| {
                     let from = PACK_HEADER_LEN + span / threads as u64 * i as u64;
-                    s.spawn(move || Scanner::new(pack, limit, opts.detect_collisions).find_boundary(from))
+                    s.spawn(move || Scanner::new(pack, limit, opts).find_boundary(from))
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or(None)).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(None))
+                .collect()
         });
         starts.extend(found.into_iter().flatten());
         starts.dedup();
@@ -367,8 +414,11 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
             .map(|(i, &start)| {
                 let stop = starts.get(i + 1).copied().unwrap_or(limit);
                 // Entries are spread over the pack about evenly by bytes.
-                let share = (count as u128 * u128::from(stop - start) / u128::from(span.max(1))) as usize;
-                let expected = (share + share / 16 + 64).min(count as usize).min(((stop - start) / 8) as usize + 64);
+                let share =
+                    (count as u128 * u128::from(stop - start) / u128::from(span.max(1))) as usize;
+                let expected = (share + share / 16 + 64)
+                    .min(count as usize)
+                    .min(((stop - start) / 8) as usize + 64);
                 s.spawn(move || scan_region(pack, limit, start, stop, expected, opts, progress))
             })
             .collect();
@@ -384,10 +434,17 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
     if (table.len() as u64) < count {
         return Err(PackError::at(
             end,
-            format!("pack is truncated: it declares {count} objects but holds {}", table.len()),
+            format!(
+                "pack is truncated: it declares {count} objects but holds {}",
+                table.len()
+            ),
         ));
     }
-    let junk_at = if table.len() as u64 > count { table.offsets[count as usize] } else { end };
+    let junk_at = if table.len() as u64 > count {
+        table.offsets[count as usize]
+    } else {
+        end
+    };
     if junk_at != limit {
         return Err(PackError::at(junk_at, "pack has junk at the end"));
     }
@@ -407,7 +464,11 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
             ),
         ));
     }
-    Ok(ScanResult { header, table, checksum })
+    Ok(ScanResult {
+        header,
+        table,
+        checksum,
+    })
 }
 
 /// Join the regions into one table in pack order, re-parsing wherever two threads' chains of
@@ -421,7 +482,9 @@ fn stitch(
 ) -> Result<(Table, u64)> {
     let mut regions = regions.into_iter();
     // The first region starts at the first entry: its table becomes the result, uncopied.
-    let Some(first) = regions.next() else { return Ok((Table::default(), PACK_HEADER_LEN)) };
+    let Some(first) = regions.next() else {
+        return Ok((Table::default(), PACK_HEADER_LEN));
+    };
     let mut table = first.table;
     let mut cur = first.end;
     if let Some(e) = first.error {
@@ -447,7 +510,7 @@ fn stitch(
                 break None;
             }
             // The chains have not met: continue sequentially from `cur`.
-            let sc = scanner.get_or_insert_with(|| Scanner::new(pack, limit, opts.detect_collisions));
+            let sc = scanner.get_or_insert_with(|| Scanner::new(pack, limit, opts));
             cur = sc.entry(cur, &mut table)?;
             if table.len() as u64 >= count {
                 break None;
@@ -465,7 +528,7 @@ fn stitch(
     }
     // A region may have stopped at its split point without reaching the pack's end.
     while (table.len() as u64) < count && cur < limit {
-        let sc = scanner.get_or_insert_with(|| Scanner::new(pack, limit, opts.detect_collisions));
+        let sc = scanner.get_or_insert_with(|| Scanner::new(pack, limit, opts));
         cur = sc.entry(cur, &mut table)?;
     }
     Ok((table, cur))

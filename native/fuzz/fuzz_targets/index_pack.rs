@@ -31,11 +31,17 @@ fuzz_target!(|data: &[u8]| {
     }
     let pack = PackFile::open(&path, false).unwrap();
     let progress = Progress::default();
-    let opts = ScanOptions { threads: 2, detect_collisions: true, split_min_bytes: 0 };
+    let opts = ScanOptions { threads: 2, detect_collisions: true, split_min_bytes: 0, whole_limit: 1 << 20 };
     if let Ok(mut r) = scan(&pack, &opts, &progress) {
         if let Ok(mut forest) = Forest::new(&mut r.table) {
             let pool = POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
-            let ropts = ResolveOptions { trace: false, budget: 1 << 16, object_limit: 1 << 24, detect_collisions: true };
+            let ropts = ResolveOptions {
+                trace: false,
+                budget: 1 << 16,
+                object_limit: 1 << 24,
+                big_threshold: 1 << 20,
+                detect_collisions: true,
+            };
             let roots: Vec<u32> =
                 (0..r.table.len()).filter(|&i| !_native::entry::is_delta(r.table.kinds[i])).map(|i| i as u32).collect();
             let _ = resolve(&pack, &mut r.table, &mut forest, &roots, &ropts, &progress, pool, &mut Vec::new());
