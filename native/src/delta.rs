@@ -71,14 +71,26 @@ fn next_op(delta: &[u8], pos: usize, base_len: u64, offset: u64) -> Result<(Op, 
         if from + len > base_len {
             return Err(PackError::at(
                 offset,
-                format!("delta copies bytes {from}..{} from a base of {base_len} bytes", from + len),
+                format!(
+                    "delta copies bytes {from}..{} from a base of {base_len} bytes",
+                    from + len
+                ),
             ));
         }
-        Ok((Op::Copy { from: from as usize, len: len as usize }, p))
+        Ok((
+            Op::Copy {
+                from: from as usize,
+                len: len as usize,
+            },
+            p,
+        ))
     } else if cmd != 0 {
         let len = usize::from(cmd);
         if p + len > delta.len() {
-            return Err(PackError::at(offset, "delta insert runs past the end of the delta"));
+            return Err(PackError::at(
+                offset,
+                "delta insert runs past the end of the delta",
+            ));
         }
         Ok((Op::Insert { at: p, len }, p + len))
     } else {
@@ -102,12 +114,18 @@ pub fn check_delta(delta: &[u8], base_len: u64, offset: u64) -> Result<u64> {
             Op::Copy { len, .. } | Op::Insert { len, .. } => len as u64,
         };
         if produced > result {
-            return Err(PackError::at(offset, format!("delta produces more than its declared {result} bytes")));
+            return Err(PackError::at(
+                offset,
+                format!("delta produces more than its declared {result} bytes"),
+            ));
         }
         pos = next;
     }
     if produced != result {
-        return Err(PackError::at(offset, format!("delta produces {produced} bytes, not its declared {result}")));
+        return Err(PackError::at(
+            offset,
+            format!("delta produces {produced} bytes, not its declared {result}"),
+        ));
     }
     Ok(result)
 }
@@ -120,14 +138,27 @@ pub fn apply_delta(base: &[u8], delta: &[u8], offset: u64, limit: u64) -> Result
 }
 
 /// Apply a checked delta into `out` (cleared first), reusing its allocation.
-pub fn apply_delta_into(base: &[u8], delta: &[u8], offset: u64, limit: u64, out: &mut Vec<u8>) -> Result<()> {
+pub fn apply_delta_into(
+    base: &[u8],
+    delta: &[u8],
+    offset: u64,
+    limit: u64,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let result_len = check_delta(delta, base.len() as u64, offset)?;
     if result_len > limit {
-        return Err(PackError::at(offset, format!("object of {result_len} bytes does not fit in memory")));
+        return Err(PackError::at(
+            offset,
+            format!("object of {result_len} bytes does not fit in memory"),
+        ));
     }
     out.clear();
-    out.try_reserve_exact(result_len as usize)
-        .map_err(|_| PackError::at(offset, format!("cannot allocate {result_len} bytes for an object")))?;
+    out.try_reserve_exact(result_len as usize).map_err(|_| {
+        PackError::at(
+            offset,
+            format!("cannot allocate {result_len} bytes for an object"),
+        )
+    })?;
     let (_, _, mut pos) = delta_sizes(delta, offset)?;
     while pos < delta.len() {
         let (op, next) = next_op(delta, pos, base.len() as u64, offset)?;

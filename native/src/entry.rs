@@ -55,20 +55,33 @@ pub fn type_name(kind: u8) -> &'static str {
 /// Returns `Ok(None)` when `buf` ends before the header does (the caller reads more, or, at the
 /// end of the pack, reports truncation).
 pub fn parse_header(buf: &[u8], offset: u64) -> Result<Option<EntryHeader>> {
-    let Some(&first) = buf.first() else { return Ok(None) };
+    let Some(&first) = buf.first() else {
+        return Ok(None);
+    };
     let kind = (first >> 4) & 7;
-    if !matches!(kind, OBJ_COMMIT | OBJ_TREE | OBJ_BLOB | OBJ_TAG | OBJ_OFS_DELTA | OBJ_REF_DELTA) {
-        return Err(PackError::at(offset, format!("bad object type {kind} in entry header")));
+    if !matches!(
+        kind,
+        OBJ_COMMIT | OBJ_TREE | OBJ_BLOB | OBJ_TAG | OBJ_OFS_DELTA | OBJ_REF_DELTA
+    ) {
+        return Err(PackError::at(
+            offset,
+            format!("bad object type {kind} in entry header"),
+        ));
     }
     let mut size = u64::from(first & 0x0f);
     let mut shift = 4u32;
     let mut pos = 1usize;
     let mut byte = first;
     while byte & 0x80 != 0 {
-        let Some(&b) = buf.get(pos) else { return Ok(None) };
+        let Some(&b) = buf.get(pos) else {
+            return Ok(None);
+        };
         pos += 1;
         if shift > 63 || (shift > 57 && u64::from(b & 0x7f) >> (64 - shift) != 0) {
-            return Err(PackError::at(offset, "object size in entry header overflows 64 bits"));
+            return Err(PackError::at(
+                offset,
+                "object size in entry header overflows 64 bits",
+            ));
         }
         size |= u64::from(b & 0x7f) << shift;
         shift += 7;
@@ -76,12 +89,16 @@ pub fn parse_header(buf: &[u8], offset: u64) -> Result<Option<EntryHeader>> {
     }
     let base = match kind {
         OBJ_OFS_DELTA => {
-            let Some(&b0) = buf.get(pos) else { return Ok(None) };
+            let Some(&b0) = buf.get(pos) else {
+                return Ok(None);
+            };
             pos += 1;
             let mut rel = u64::from(b0 & 0x7f);
             let mut byte = b0;
             while byte & 0x80 != 0 {
-                let Some(&b) = buf.get(pos) else { return Ok(None) };
+                let Some(&b) = buf.get(pos) else {
+                    return Ok(None);
+                };
                 pos += 1;
                 rel += 1;
                 if rel == 0 || rel >> 57 != 0 {
@@ -99,7 +116,9 @@ pub fn parse_header(buf: &[u8], offset: u64) -> Result<Option<EntryHeader>> {
             BaseRef::Offset(offset - rel)
         }
         OBJ_REF_DELTA => {
-            let Some(raw) = buf.get(pos..pos + RAWSZ) else { return Ok(None) };
+            let Some(raw) = buf.get(pos..pos + RAWSZ) else {
+                return Ok(None);
+            };
             pos += RAWSZ;
             let mut id = [0u8; RAWSZ];
             id.copy_from_slice(raw);
@@ -107,7 +126,12 @@ pub fn parse_header(buf: &[u8], offset: u64) -> Result<Option<EntryHeader>> {
         }
         _ => BaseRef::None,
     };
-    Ok(Some(EntryHeader { kind, size, header_len: pos, base }))
+    Ok(Some(EntryHeader {
+        kind,
+        size,
+        header_len: pos,
+        base,
+    }))
 }
 
 /// Encode the type/size varint as Git writes it (minimal, no padding).
@@ -143,7 +167,17 @@ mod tests {
 
     #[test]
     fn size_varint_round_trips() {
-        for &size in &[0u64, 15, 16, 127, 128, 1 << 20, u32::MAX as u64, u64::MAX >> 1, u64::MAX] {
+        for &size in &[
+            0u64,
+            15,
+            16,
+            127,
+            128,
+            1 << 20,
+            u32::MAX as u64,
+            u64::MAX >> 1,
+            u64::MAX,
+        ] {
             let mut out = Vec::new();
             encode_type_size(OBJ_BLOB, size, &mut out);
             let h = parse_header(&out, 100).unwrap().unwrap();

@@ -12,11 +12,17 @@ pub struct PackError {
 
 impl PackError {
     pub fn at(offset: u64, message: impl Into<String>) -> Self {
-        PackError { message: message.into(), offset: Some(offset) }
+        PackError {
+            message: message.into(),
+            offset: Some(offset),
+        }
     }
 
     pub fn general(message: impl Into<String>) -> Self {
-        PackError { message: message.into(), offset: None }
+        PackError {
+            message: message.into(),
+            offset: None,
+        }
     }
 
     pub fn io(context: &str, err: std::io::Error) -> Self {

@@ -6,7 +6,13 @@
 /// `filled`: each root, then each group of siblings whole, depth first (the children of `v`
 /// are `child[start[v]..start[v + 1]]`, in the order siblings are to be written). This is Git's
 /// add_descendants_to_write_order.
-pub fn add_families(roots: &[i64], start: &[i64], child: &[i64], filled: &mut [bool], out: &mut Vec<i64>) {
+pub fn add_families(
+    roots: &[i64],
+    start: &[i64],
+    child: &[i64],
+    filled: &mut [bool],
+    out: &mut Vec<i64>,
+) {
     let mut stack: Vec<i64> = Vec::new();
     let add = |v: i64, filled: &mut [bool], out: &mut Vec<i64>| {
         let f = &mut filled[v as usize];

@@ -40,7 +40,10 @@ impl ObjectHasher {
                     id.copy_from_slice(d.as_ref());
                     Ok(id)
                 }
-                Err(_) => Err(PackError::at(offset, "SHA-1 collision attack detected in object")),
+                Err(_) => Err(PackError::at(
+                    offset,
+                    "SHA-1 collision attack detected in object",
+                )),
             },
             ObjectHasher::Plain(h) => {
                 let d = sha1::Digest::finalize(h);
@@ -96,7 +99,10 @@ mod tests {
         let plain = object_id(OBJ_BLOB, b"hello\n", false, 0).unwrap();
         assert_eq!(id, plain);
         // the empty blob
-        assert_eq!(hex(&object_id(OBJ_BLOB, b"", true, 0).unwrap()), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+        assert_eq!(
+            hex(&object_id(OBJ_BLOB, b"", true, 0).unwrap()),
+            "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+        );
     }
 
     /// The first message of the SHA-mbles chosen-prefix collision (Leurent & Peyrin, 2020):

@@ -20,8 +20,12 @@ impl InflateFailure {
     pub fn describe(self, declared: u64) -> String {
         match self {
             InflateFailure::Corrupt => "corrupt or truncated zlib stream".to_string(),
-            InflateFailure::Short => format!("zlib stream inflates to fewer bytes than the declared size {declared}"),
-            InflateFailure::Long => format!("zlib stream inflates to more bytes than the declared size {declared}"),
+            InflateFailure::Short => {
+                format!("zlib stream inflates to fewer bytes than the declared size {declared}")
+            }
+            InflateFailure::Long => {
+                format!("zlib stream inflates to more bytes than the declared size {declared}")
+            }
         }
     }
 }
@@ -45,7 +49,10 @@ impl Inflater {
         // SAFETY: plain allocation; checked for null below.
         let whole = unsafe { libdeflate_alloc_decompressor() };
         assert!(!whole.is_null(), "out of memory allocating a decompressor");
-        Inflater { whole, stream: flate2::Decompress::new(true) }
+        Inflater {
+            whole,
+            stream: flate2::Decompress::new(true),
+        }
     }
 
     /// Inflate the zlib stream at the start of `input` into exactly `out.len()` bytes.
@@ -74,7 +81,11 @@ impl Inflater {
     }
 
     /// Inflate into a new vector of exactly `size` bytes.
-    pub fn inflate_to_vec(&mut self, input: &[u8], size: usize) -> Result<(Vec<u8>, usize), InflateFailure> {
+    pub fn inflate_to_vec(
+        &mut self,
+        input: &[u8],
+        size: usize,
+    ) -> Result<(Vec<u8>, usize), InflateFailure> {
         let mut out = vec![0u8; size];
         let used = self.inflate_exact(input, &mut out)?;
         Ok((out, used))
@@ -93,7 +104,10 @@ impl Drop for Inflater {
 pub fn looks_like_zlib(input: &[u8]) -> bool {
     match input {
         [cmf, flg, ..] => {
-            cmf & 0x0f == 8 && cmf >> 4 <= 7 && flg & 0x20 == 0 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0
+            cmf & 0x0f == 8
+                && cmf >> 4 <= 7
+                && flg & 0x20 == 0
+                && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0
         }
         _ => false,
     }
@@ -119,9 +133,18 @@ mod tests {
         let mut inf = Inflater::new();
         let (out, used) = inf.inflate_to_vec(&z, data.len()).unwrap();
         assert_eq!((out.as_slice(), used), (data.as_slice(), zlen));
-        assert_eq!(inf.inflate_to_vec(&z, data.len() + 1).unwrap_err(), InflateFailure::Short);
-        assert_eq!(inf.inflate_to_vec(&z, data.len() - 1).unwrap_err(), InflateFailure::Long);
-        assert_eq!(inf.inflate_to_vec(&z[..zlen - 3], data.len()).unwrap_err(), InflateFailure::Corrupt);
+        assert_eq!(
+            inf.inflate_to_vec(&z, data.len() + 1).unwrap_err(),
+            InflateFailure::Short
+        );
+        assert_eq!(
+            inf.inflate_to_vec(&z, data.len() - 1).unwrap_err(),
+            InflateFailure::Long
+        );
+        assert_eq!(
+            inf.inflate_to_vec(&z[..zlen - 3], data.len()).unwrap_err(),
+            InflateFailure::Corrupt
+        );
         assert!(looks_like_zlib(&z));
         assert!(!looks_like_zlib(b"PACK"));
     }

@@ -42,13 +42,21 @@ pub fn read_headers(pack: &PackFile, offsets: &[u64], with_object_sizes: bool) -
     let mut prev = 0u64;
     for &off in offsets {
         if off < prev {
-            return Err(PackError::at(off, "entry offsets are not in ascending order"));
+            return Err(PackError::at(
+                off,
+                "entry offsets are not in ascending order",
+            ));
         }
         prev = off;
         if off < 12 || off >= limit {
-            return Err(PackError::at(off, "entry offset lies outside the pack's entries"));
+            return Err(PackError::at(
+                off,
+                "entry offset lies outside the pack's entries",
+            ));
         }
-        let have = start != u64::MAX && off >= start && off + MAX_HEADER_LEN as u64 <= start + filled as u64;
+        let have = start != u64::MAX
+            && off >= start
+            && off + MAX_HEADER_LEN as u64 <= start + filled as u64;
         let at_end = start != u64::MAX && off >= start && start + filled as u64 == limit;
         if !have && !at_end {
             start = off;
@@ -104,7 +112,11 @@ fn delta_result_size(
         let made0 = stream.total_out() as usize;
         let in0 = stream.total_in();
         let status = stream
-            .decompress(&input[..got], &mut out[made0..], flate2::FlushDecompress::None)
+            .decompress(
+                &input[..got],
+                &mut out[made0..],
+                flate2::FlushDecompress::None,
+            )
             .map_err(|e| PackError::at(offset, format!("corrupt zlib stream: {e}")))?;
         let made = stream.total_out() as usize;
         at += stream.total_in() - in0;

@@ -16,19 +16,27 @@ use crate::to_py_err;
 use crate::writer::{write_pack, Plan, Source};
 
 fn u64s(b: &[u8]) -> Vec<u64> {
-    b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect()
+    b.chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
 }
 
 fn i64s(b: &[u8]) -> Vec<i64> {
-    b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect()
+    b.chunks_exact(8)
+        .map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
 }
 
 fn u32s(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap_or([0; 4]))).collect()
+    b.chunks_exact(4)
+        .map(|c| u32::from_ne_bytes(c.try_into().unwrap_or([0; 4])))
+        .collect()
 }
 
 fn ids(b: &[u8]) -> Vec<ObjectId> {
-    b.chunks_exact(RAWSZ).map(|c| c.try_into().unwrap_or([0; RAWSZ])).collect()
+    b.chunks_exact(RAWSZ)
+        .map(|c| c.try_into().unwrap_or([0; RAWSZ]))
+        .collect()
 }
 
 fn bad_plan(what: &str) -> PyErr {
@@ -62,7 +70,12 @@ impl RevList {
         let missing: Vec<u8> = p.missing.iter().flatten().copied().collect();
         PyTuple::new(
             py,
-            [PyBytes::new(py, &oids), PyBytes::new(py, &hashes), PyBytes::new(py, &named), PyBytes::new(py, &missing)],
+            [
+                PyBytes::new(py, &oids),
+                PyBytes::new(py, &hashes),
+                PyBytes::new(py, &named),
+                PyBytes::new(py, &missing),
+            ],
         )
     }
 }
@@ -70,13 +83,16 @@ impl RevList {
 /// (type, size) of the loose object file at `path`.
 #[pyfunction]
 pub fn loose_header(py: Python<'_>, path: PathBuf) -> PyResult<(u8, u64)> {
-    py.detach(|| crate::loose::loose_header(&path)).map_err(to_py_err)
+    py.detach(|| crate::loose::loose_header(&path))
+        .map_err(to_py_err)
 }
 
 /// (type, content) of the loose object file at `path`.
 #[pyfunction]
 pub fn read_loose<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(u8, Bound<'py, PyBytes>)> {
-    let (kind, data) = py.detach(|| crate::loose::read_loose(&path, u64::MAX >> 1)).map_err(to_py_err)?;
+    let (kind, data) = py
+        .detach(|| crate::loose::read_loose(&path, u64::MAX >> 1))
+        .map_err(to_py_err)?;
     Ok((kind, PyBytes::new(py, &data)))
 }
 
@@ -88,7 +104,16 @@ pub struct PackWriter {
 }
 
 type Col<'py> = Bound<'py, PyBytes>;
-type SourceArgs<'py> = (PathBuf, Col<'py>, Col<'py>, Col<'py>, Col<'py>, Col<'py>, Col<'py>, Col<'py>);
+type SourceArgs<'py> = (
+    PathBuf,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+);
 
 #[pymethods]
 impl PackWriter {
@@ -129,7 +154,15 @@ impl PackWriter {
             let n = s.offsets.len();
             let crcs_ok = s.crcs.is_empty() || s.crcs.len() == n;
             if !crcs_ok
-                || [s.ends.len(), s.header_lens.len(), s.kinds.len(), s.sizes.len(), s.bases.len()].iter().any(|&l| l != n)
+                || [
+                    s.ends.len(),
+                    s.header_lens.len(),
+                    s.kinds.len(),
+                    s.sizes.len(),
+                    s.bases.len(),
+                ]
+                .iter()
+                .any(|&l| l != n)
             {
                 return Err(bad_plan("source columns differ in length"));
             }
@@ -152,12 +185,23 @@ impl PackWriter {
             object_limit,
         };
         let n = plan.how.len();
-        if [plan.src.len(), plan.pos.len(), plan.base.len(), plan.kinds.len(), plan.oids.len()].iter().any(|&l| l != n) {
+        if [
+            plan.src.len(),
+            plan.pos.len(),
+            plan.base.len(),
+            plan.kinds.len(),
+            plan.oids.len(),
+        ]
+        .iter()
+        .any(|&l| l != n)
+        {
             return Err(bad_plan("plan columns differ in length"));
         }
         for i in 0..n {
             let ok = match plan.how[i] {
-                crate::writer::COPY_WHOLE | crate::writer::COPY_DELTA | crate::writer::FROM_PACK => srcs
+                crate::writer::COPY_WHOLE
+                | crate::writer::COPY_DELTA
+                | crate::writer::FROM_PACK => srcs
                     .get(plan.src[i] as usize)
                     .is_some_and(|s| (plan.pos[i] as usize) < s.offsets.len()),
                 crate::writer::FROM_LOOSE => (plan.src[i] as usize) < plan.loose.len(),
@@ -168,7 +212,10 @@ impl PackWriter {
                 return Err(bad_plan(&format!("entry {i} refers to nothing")));
             }
         }
-        Ok(PackWriter { progress: Arc::new(Progress::default()), job: Mutex::new(Some((srcs, plan))) })
+        Ok(PackWriter {
+            progress: Arc::new(Progress::default()),
+            job: Mutex::new(Some((srcs, plan))),
+        })
     }
 
     /// Write the pack to `path`; returns (offsets as native u64s, crcs as big-endian u32s,
@@ -176,7 +223,9 @@ impl PackWriter {
     fn write<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyTuple>> {
         let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some((sources, plan)) = job else {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err("this writer has already run"));
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "this writer has already run",
+            ));
         };
         let progress = self.progress.clone();
         progress.start(1, plan.how.len() as u64);
@@ -189,7 +238,11 @@ impl PackWriter {
                 r
             })
             .map_err(|e: PackError| to_py_err(e))?;
-        let offsets: Vec<u8> = written.offsets.iter().flat_map(|o| o.to_ne_bytes()).collect();
+        let offsets: Vec<u8> = written
+            .offsets
+            .iter()
+            .flat_map(|o| o.to_ne_bytes())
+            .collect();
         let crcs: Vec<u8> = written.crcs.iter().flat_map(|c| c.to_be_bytes()).collect();
         let items: [Py<PyAny>; 4] = [
             PyBytes::new(py, &offsets).into_any().unbind(),

@@ -20,7 +20,10 @@ impl PackFile {
             .write(writable)
             .open(path)
             .map_err(|e| PackError::io(&format!("cannot open {}", path.display()), e))?;
-        let len = file.metadata().map_err(|e| PackError::io("cannot stat pack", e))?.len();
+        let len = file
+            .metadata()
+            .map_err(|e| PackError::io("cannot stat pack", e))?
+            .len();
         Ok(PackFile { file, len })
     }
 
@@ -51,7 +54,14 @@ pub struct Window<'a> {
 
 impl<'a> Window<'a> {
     pub fn new(pack: &'a PackFile, limit: u64, base_size: usize) -> Self {
-        Window { pack, buf: Vec::new(), start: 0, filled: 0, limit, base_size }
+        Window {
+            pack,
+            buf: Vec::new(),
+            start: 0,
+            filled: 0,
+            limit,
+            base_size,
+        }
     }
 
     pub fn limit(&self) -> u64 {
@@ -70,7 +80,9 @@ impl<'a> Window<'a> {
                 self.buf.resize(size, 0);
             }
             self.start = offset;
-            self.filled = self.pack.read_upto(&mut self.buf[..size], offset, self.limit)?;
+            self.filled = self
+                .pack
+                .read_upto(&mut self.buf[..size], offset, self.limit)?;
         }
         let from = (offset - self.start) as usize;
         Ok(&self.buf[from..self.filled])

@@ -53,7 +53,10 @@ impl Table {
 
     /// Byte range of entry `i`'s zlib stream.
     pub fn stream_of(&self, i: usize) -> (u64, u64) {
-        (self.offsets[i] + u64::from(self.header_lens[i]), self.end_of(i))
+        (
+            self.offsets[i] + u64::from(self.header_lens[i]),
+            self.end_of(i),
+        )
     }
 
     pub fn delta_count(&self) -> usize {
@@ -65,7 +68,8 @@ impl Table {
         let base = self.len() as u32;
         self.offsets.extend_from_slice(&other.offsets[from..]);
         self.kinds.extend_from_slice(&other.kinds[from..]);
-        self.header_lens.extend_from_slice(&other.header_lens[from..]);
+        self.header_lens
+            .extend_from_slice(&other.header_lens[from..]);
         self.sizes.extend_from_slice(&other.sizes[from..]);
         self.crcs.extend_from_slice(&other.crcs[from..]);
         self.ofs_bases.extend_from_slice(&other.ofs_bases[from..]);

@@ -24,8 +24,11 @@ pub fn append_object(
     encode_type_size(kind, data.len() as u64, &mut entry);
     let header_len = entry.len();
     let mut z = flate2::write::ZlibEncoder::new(entry, flate2::Compression::new(level.min(9)));
-    z.write_all(data).map_err(|e| PackError::io("cannot compress a base", e))?;
-    let entry = z.finish().map_err(|e| PackError::io("cannot compress a base", e))?;
+    z.write_all(data)
+        .map_err(|e| PackError::io("cannot compress a base", e))?;
+    let entry = z
+        .finish()
+        .map_err(|e| PackError::io("cannot compress a base", e))?;
     pack.file
         .write_all_at(&entry, offset)
         .map_err(|e| PackError::at(offset, format!("cannot append a base to the pack: {e}")))?;
@@ -35,7 +38,9 @@ pub fn append_object(
     table.header_lens.push(header_len as u8);
     table.sizes.push(data.len() as u64);
     table.crcs.push(crc32fast::hash(&entry));
-    table.oids.push(object_id(kind, data, detect_collisions, offset)?);
+    table
+        .oids
+        .push(object_id(kind, data, detect_collisions, offset)?);
     table.real_kinds.push(kind);
     table.data_end = offset + entry.len() as u64;
     pack.len = table.data_end;
@@ -44,11 +49,14 @@ pub fn append_object(
 
 /// Rewrite the object count and the trailer after appending; returns the new checksum.
 pub fn finish(pack: &mut PackFile, table: &Table) -> Result<[u8; RAWSZ]> {
-    let count = u32::try_from(table.len()).map_err(|_| PackError::general("too many objects for one pack"))?;
+    let count = u32::try_from(table.len())
+        .map_err(|_| PackError::general("too many objects for one pack"))?;
     pack.file
         .write_all_at(&count.to_be_bytes(), 8)
         .map_err(|e| PackError::io("cannot rewrite the pack header", e))?;
-    pack.file.set_len(table.data_end).map_err(|e| PackError::io("cannot truncate the pack", e))?;
+    pack.file
+        .set_len(table.data_end)
+        .map_err(|e| PackError::io("cannot truncate the pack", e))?;
     let mut sum = FileChecksum::default();
     let mut buf = vec![0u8; 1 << 20];
     let mut at = 0u64;
@@ -61,7 +69,9 @@ pub fn finish(pack: &mut PackFile, table: &Table) -> Result<[u8; RAWSZ]> {
     pack.file
         .write_all_at(&checksum, table.data_end)
         .map_err(|e| PackError::io("cannot write the pack trailer", e))?;
-    pack.file.sync_all().map_err(|e| PackError::io("cannot sync the pack", e))?;
+    pack.file
+        .sync_all()
+        .map_err(|e| PackError::io("cannot sync the pack", e))?;
     pack.len = table.data_end + RAWSZ as u64;
     Ok(checksum)
 }

@@ -74,7 +74,9 @@ struct Out {
 
 impl Out {
     fn put(&mut self, data: &[u8], crc: &mut crc32fast::Hasher) -> Result<()> {
-        self.w.write_all(data).map_err(|e| PackError::io("cannot write the new pack", e))?;
+        self.w
+            .write_all(data)
+            .map_err(|e| PackError::io("cannot write the new pack", e))?;
         self.sum.update(data);
         crc.update(data);
         self.at += data.len() as u64;
@@ -83,7 +85,13 @@ impl Out {
 }
 
 fn src_err(src: &Source, offset: u64, what: &str) -> PackError {
-    PackError::at(offset, format!("{} is corrupt: {what}; nothing was changed", src.path.display()))
+    PackError::at(
+        offset,
+        format!(
+            "{} is corrupt: {what}; nothing was changed",
+            src.path.display()
+        ),
+    )
 }
 
 /// Copy entry `pos` of `src` to the output; the source's bytes must match its index's CRC.
@@ -108,12 +116,20 @@ fn copy_entry(
         let n = ((end - at) as usize).min(buf.len());
         src.pack.read_exact_at(&mut buf[..n], at)?;
         src_crc.update(&buf[..n]);
-        let skip = if skip_header && at < start + hlen { (start + hlen - at) as usize } else { 0 };
+        let skip = if skip_header && at < start + hlen {
+            (start + hlen - at) as usize
+        } else {
+            0
+        };
         out.put(&buf[skip..n], crc)?;
         at += n as u64;
     }
     if !src.crcs.is_empty() && src_crc.finalize() != src.crcs[pos] {
-        return Err(src_err(src, start, "an entry's bytes do not match the CRC in its index"));
+        return Err(src_err(
+            src,
+            start,
+            "an entry's bytes do not match the CRC in its index",
+        ));
     }
     Ok(())
 }
@@ -150,17 +166,32 @@ fn materialize(src: &Source, pos: usize, inflater: &mut Inflater, limit: u64) ->
 }
 
 fn deflate(data: &[u8], level: u32) -> Result<Vec<u8>> {
-    let mut z = flate2::write::ZlibEncoder::new(Vec::with_capacity(data.len() / 2 + 64), flate2::Compression::new(level));
-    z.write_all(data).map_err(|e| PackError::io("cannot compress", e))?;
+    let mut z = flate2::write::ZlibEncoder::new(
+        Vec::with_capacity(data.len() / 2 + 64),
+        flate2::Compression::new(level),
+    );
+    z.write_all(data)
+        .map_err(|e| PackError::io("cannot compress", e))?;
     z.finish().map_err(|e| PackError::io("cannot compress", e))
 }
 
 /// Write the pack of `plan` to `path`.
-pub fn write_pack(path: &Path, sources: &[Source], plan: &Plan, progress: &Progress) -> Result<Written> {
+pub fn write_pack(
+    path: &Path,
+    sources: &[Source],
+    plan: &Plan,
+    progress: &Progress,
+) -> Result<Written> {
     let n = plan.how.len();
-    let count = u32::try_from(n).map_err(|_| PackError::general("too many objects for one pack"))?;
-    let file = File::create(path).map_err(|e| PackError::io(&format!("cannot create {}", path.display()), e))?;
-    let mut out = Out { w: BufWriter::with_capacity(1 << 20, file), sum: FileChecksum::default(), at: 0 };
+    let count =
+        u32::try_from(n).map_err(|_| PackError::general("too many objects for one pack"))?;
+    let file = File::create(path)
+        .map_err(|e| PackError::io(&format!("cannot create {}", path.display()), e))?;
+    let mut out = Out {
+        w: BufWriter::with_capacity(1 << 20, file),
+        sum: FileChecksum::default(),
+        at: 0,
+    };
     let mut head = Vec::with_capacity(12);
     head.extend_from_slice(b"PACK");
     head.extend_from_slice(&2u32.to_be_bytes());
@@ -183,7 +214,9 @@ pub fn write_pack(path: &Path, sources: &[Source], plan: &Plan, progress: &Progr
         let delta_header = |header: &mut Vec<u8>, size: u64| -> Result<()> {
             let b = plan.base[i];
             if b < 0 || b as usize >= i {
-                return Err(PackError::general(format!("plan error: entry {i} has its base after it")));
+                return Err(PackError::general(format!(
+                    "plan error: entry {i} has its base after it"
+                )));
             }
             if plan.ref_delta {
                 encode_type_size(OBJ_REF_DELTA, size, header);
@@ -197,7 +230,14 @@ pub fn write_pack(path: &Path, sources: &[Source], plan: &Plan, progress: &Progr
         match how {
             COPY_WHOLE => {
                 let src = &sources[plan.src[i] as usize];
-                copy_entry(src, plan.pos[i] as usize, false, &mut out, &mut crc, &mut copy_buf)?;
+                copy_entry(
+                    src,
+                    plan.pos[i] as usize,
+                    false,
+                    &mut out,
+                    &mut crc,
+                    &mut copy_buf,
+                )?;
             }
             COPY_DELTA => {
                 let src = &sources[plan.src[i] as usize];
@@ -209,12 +249,18 @@ pub fn write_pack(path: &Path, sources: &[Source], plan: &Plan, progress: &Progr
             FROM_PACK | FROM_LOOSE => {
                 let (kind, data) = if how == FROM_PACK {
                     let src = &sources[plan.src[i] as usize];
-                    (plan.kinds[i], materialize(src, plan.pos[i] as usize, &mut inflater, plan.object_limit)?)
+                    (
+                        plan.kinds[i],
+                        materialize(src, plan.pos[i] as usize, &mut inflater, plan.object_limit)?,
+                    )
                 } else {
                     crate::loose::read_loose(&plan.loose[plan.src[i] as usize], plan.object_limit)?
                 };
                 if kind != plan.kinds[i] {
-                    return Err(PackError::general(format!("object {} changed type", crate::hash::hex(&plan.oids[i]))));
+                    return Err(PackError::general(format!(
+                        "object {} changed type",
+                        crate::hash::hex(&plan.oids[i])
+                    )));
                 }
                 encode_type_size(kind, data.len() as u64, &mut header);
                 out.put(&header, &mut crc)?;
@@ -226,14 +272,29 @@ pub fn write_pack(path: &Path, sources: &[Source], plan: &Plan, progress: &Progr
                 out.put(&header, &mut crc)?;
                 out.put(&deflate(delta, plan.level)?, &mut crc)?;
             }
-            _ => return Err(PackError::general(format!("plan error: unknown entry kind {how}"))),
+            _ => {
+                return Err(PackError::general(format!(
+                    "plan error: unknown entry kind {how}"
+                )))
+            }
         }
         crcs.push(crc.finalize());
         progress.add(1);
     }
     let checksum = out.sum.clone().finish();
-    out.w.write_all(&checksum).map_err(|e| PackError::io("cannot write the new pack", e))?;
-    let file = out.w.into_inner().map_err(|e| PackError::io("cannot write the new pack", e.into_error()))?;
-    file.sync_all().map_err(|e| PackError::io("cannot sync the new pack", e))?;
-    Ok(Written { offsets, crcs, checksum, size: out.at + RAWSZ as u64 })
+    out.w
+        .write_all(&checksum)
+        .map_err(|e| PackError::io("cannot write the new pack", e))?;
+    let file = out
+        .w
+        .into_inner()
+        .map_err(|e| PackError::io("cannot write the new pack", e.into_error()))?;
+    file.sync_all()
+        .map_err(|e| PackError::io("cannot sync the new pack", e))?;
+    Ok(Written {
+        offsets,
+        crcs,
+        checksum,
+        size: out.at + RAWSZ as u64,
+    })
 }
