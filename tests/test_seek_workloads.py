@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -218,6 +219,27 @@ def test_cli_plot_and_cold(history: Repo, tmp_path: Path) -> None:
     assert result["cold_seconds"] > 0 and result["warm_seconds"] > 0
     proc = run_cli(str(history.path), "--cold")
     assert "Wall time, cold" in proc.stdout and "Wall time, warm" in proc.stdout
+
+
+def resident_pages(path: Path) -> int:
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "PAGES", str(path)], capture_output=True)
+    return int(out.stdout.split()[0])
+
+
+@pytest.mark.skipif(shutil.which("fincore") is None, reason="fincore (util-linux) is not installed")
+def test_cold_drops_the_packs_from_the_page_cache(history: Repo, tmp_path: Path) -> None:
+    from packorder.seek.runner import drop_from_page_cache
+
+    fs = subprocess.run(["stat", "-f", "-c", "%T", str(tmp_path)], capture_output=True, text=True).stdout.strip()
+    if fs in ("tmpfs", "ramfs"):
+        pytest.skip(f"{fs} files live in memory: nothing to drop")
+    pack = tmp_path / "copy.pack"
+    pack.write_bytes(history.pack_files()[0].read_bytes() * 64)
+    os.sync()  # clean pages can be dropped
+    pack.read_bytes()
+    assert resident_pages(pack) > 0
+    assert drop_from_page_cache([pack]) == pack.stat().st_size
+    assert resident_pages(pack) == 0
 
 
 def test_cli_custom_takes_git_arguments_after_double_dash(history: Repo) -> None:
