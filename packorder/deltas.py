@@ -1,18 +1,27 @@
-"""Delta selection: which stored deltas the new pack reuses, and where chains are cut.
+"""Delta selection: which stored deltas the new pack reuses, where chains are cut, and the
+search for new deltas.
 
 A stored delta is reused when its base is also written to the new pack. Chains longer than
 `--depth` are cut as Git's break_delta_chains() cuts them: counting links from the chain's
 root, every entry at a multiple of depth + 1 becomes a whole object, so no chain is deeper
 than `depth` and as few deltas as possible are lost.
+
+New deltas are searched as `git pack-objects` searches them (`search`): the policy (which
+objects are candidates, their order, each one's depth allowance, how threads split the list)
+is decided here; the sliding window itself runs natively (native/src/delta_search.rs, whose
+header states the rules of one try).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from packorder import _native
+from packorder.errors import CorruptPackError
 from packorder.format.layout import NO_BASE
+from packorder.progress import ProgressCallback, run_polled
 from packorder.repo import LOOSE, ObjectTable, Repository, keys, lookup
 
 
@@ -21,6 +30,17 @@ class DeltaChoice:
     base: np.ndarray  # int64: table index of the delta base each object is written against, or -1
     stored_delta: np.ndarray  # bool: the object is stored as a delta in its source
     cut: np.ndarray  # bool: a reusable delta dropped to respect --depth
+    new: np.ndarray | None = field(default=None)  # bool: the delta against `base` is a new one
+
+    def __post_init__(self) -> None:
+        if self.new is None:
+            self.new = np.zeros(len(self.base), dtype=bool)
+
+    @property
+    def reused(self) -> np.ndarray:
+        """Objects written as the delta they are stored as."""
+        assert self.new is not None
+        return (self.base >= 0) & self.stored_delta & ~self.new
 
 
 def stored_bases(repo: Repository, table: ObjectTable) -> tuple[np.ndarray, np.ndarray]:
@@ -79,3 +99,185 @@ def none(table: ObjectTable) -> DeltaChoice:
     """No deltas at all (every object whole)."""
     n = table.count
     return DeltaChoice(np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+
+
+# --- The search for new deltas -------------------------------------------------------------
+
+MIN_DELTA_SIZE = 50  # Git tries no delta for objects smaller than this
+BIG_FILE_THRESHOLD = 512 << 20  # core.bigFileThreshold: larger objects are stored whole
+CHUNKS_PER_THREAD = 4  # more chunks than threads, so that a slow chunk does not hold the rest
+
+
+@dataclass
+class SearchResult:
+    choice: DeltaChoice  # reused deltas (without -f) plus the new ones, flagged in choice.new
+    deltas: dict[int, bytes]  # table index -> the new delta against choice.base of that object
+    candidates: int  # objects the search considered
+    chunks: int
+    stats: dict[str, int]
+
+
+def object_sizes(repo: Repository, table: ObjectTable) -> np.ndarray:
+    """uint64: the size of each object (not of its stored delta)."""
+    sizes = np.zeros(table.count, dtype=np.uint64)
+    for i, pack in enumerate(repo.packs):
+        rows = np.flatnonzero(table.source == i)
+        if not len(rows):
+            continue
+        lay = pack.layout
+        pos = table.pos[rows]
+        sizes[rows] = lay.sizes[pos]
+        delta_rows = lay.is_delta[pos]
+        if delta_rows.any():
+            sizes[rows[delta_rows]] = lay.object_sizes[pos[delta_rows]]
+    for row in np.flatnonzero(table.source == LOOSE):
+        sizes[row] = _native.loose_header(str(repo.loose.paths[int(table.pos[row])]))[1]
+    return sizes
+
+
+def search_order(table: ObjectTable, sizes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`rows` in the order Git's pack-objects searches them: type, path-name hash and size,
+    each descending, then discovery order. Versions of one file come together, largest
+    first, so each can be a delta against a larger one (removing data is cheaper than adding)."""
+    return rows[
+        np.lexsort(
+            (
+                rows,
+                -sizes[rows].astype(np.int64),
+                -table.name_hash[rows].astype(np.int64),
+                -table.kinds[rows].astype(np.int64),
+            )
+        )
+    ]
+
+
+def reused_heights(base: np.ndarray) -> np.ndarray:
+    """For each object, the longest chain of deltas hanging below it (0 for none)."""
+    from packorder.order import delta_roots
+
+    height = np.zeros(len(base), dtype=np.int64)
+    has = base >= 0
+    if has.any():
+        np.maximum.at(height, delta_roots(base)[has], chain_positions(base)[has])
+    return height
+
+
+def chunk_bounds(kinds: np.ndarray, hashes: np.ndarray, sizes: np.ndarray, threads: int, window: int) -> np.ndarray:
+    """Boundaries splitting the sorted list into contiguous chunks for `threads` threads, of
+    about equal work (bytes to encode), cut only where a new path starts (or among objects
+    without a path) so that the versions of one file stay in one window."""
+    n = len(kinds)
+    parts = threads * CHUNKS_PER_THREAD if threads > 1 else 1
+    if parts == 1 or n < 2 * window * parts:
+        return np.array([0, n], dtype=np.int64)
+    allowed = np.flatnonzero((kinds[1:] != kinds[:-1]) | (hashes[1:] != hashes[:-1]) | (hashes[1:] == 0)) + 1
+    if not len(allowed):
+        return np.array([0, n], dtype=np.int64)
+    work = np.cumsum(sizes.astype(np.float64) + 256.0)
+    wanted = np.searchsorted(work, work[-1] * np.arange(1, parts) / parts)
+    cuts = allowed[np.minimum(np.searchsorted(allowed, wanted), len(allowed) - 1)]
+    return np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
+
+
+def _pack_args(repo: Repository, used: list[int]) -> list[tuple]:
+    out = []
+    for s in used:
+        lay = repo.packs[s].layout
+        out.append(
+            (
+                str(repo.packs[s].path),
+                lay.offsets.astype(np.uint64).tobytes(),
+                lay.ends.astype(np.uint64).tobytes(),
+                lay.header_lens.astype(np.uint8).tobytes(),
+                lay.kinds.astype(np.uint8).tobytes(),
+                lay.sizes.astype(np.uint64).tobytes(),
+                lay.base.astype(np.int64).tobytes(),
+            )
+        )
+    return out
+
+
+def search(
+    repo: Repository,
+    table: ObjectTable,
+    *,
+    window: int,
+    depth: int,
+    threads: int,
+    reuse_deltas: bool,
+    big_file_threshold: int = BIG_FILE_THRESHOLD,
+    cache_budget: int = 96 << 20,
+    object_limit: int = 1 << 62,
+    progress: ProgressCallback | None = None,
+) -> SearchResult:
+    """New deltas as `git pack-objects` finds them.
+
+    With `reuse_deltas` (`git repack -ad`), stored deltas are reused first (see `reuse`), and
+    the search only considers the other objects; an object stored whole is not tried against
+    objects of its own pack (whose writer tried that already), and its depth allowance is
+    lowered by the deltas reused below it. Without (`-f`), every object is a candidate.
+    Candidates are objects of at least 50 bytes and at most `big_file_threshold`, sorted by
+    `search_order`; each is tried against the `window - 1` candidates before it (see
+    native/src/delta_search.rs), never making a chain longer than `depth`.
+    """
+    if reuse_deltas:
+        choice = reuse(repo, table, depth)
+    else:
+        choice = none(table)
+        choice.stored_delta[:] = stored_bases(repo, table)[0]
+    empty = SearchResult(choice, {}, 0, 0, {})
+    if window <= 1 or depth <= 0 or table.count == 0:
+        return empty
+    sizes = object_sizes(repo, table)
+    wanted = (choice.base < 0) & (sizes >= MIN_DELTA_SIZE) & (sizes <= big_file_threshold)
+    rows = search_order(table, sizes, np.flatnonzero(wanted))
+    if len(rows) < 2:
+        return empty
+    allowance = depth - reused_heights(choice.base)[rows] if reuse_deltas else np.full(len(rows), depth)
+    source = table.source[rows]
+    used = sorted({int(s) for s in np.unique(source) if s != LOOSE})
+    remap = np.full(max(used, default=0) + 2, -1, dtype=np.int32)
+    remap[used] = np.arange(len(used), dtype=np.int32)
+    sources = np.where(source == LOOSE, -1, remap[np.maximum(source, 0)]).astype(np.int32)
+    loose_rows = np.flatnonzero(source == LOOSE)
+    positions = table.pos[rows].astype(np.uint64)
+    positions[loose_rows] = np.arange(len(loose_rows), dtype=np.uint64)
+    loose = [str(repo.loose.paths[int(table.pos[rows[r]])]) for r in loose_rows]
+    same_pack = reuse_deltas & (source != LOOSE) & ~choice.stored_delta[rows]
+    bounds = chunk_bounds(table.kinds[rows], table.name_hash[rows], sizes[rows], threads, window)
+    native = _native.DeltaSearch(
+        _pack_args(repo, used),
+        loose,
+        table.kinds[rows].astype(np.uint8).tobytes(),
+        sizes[rows].astype(np.uint64).tobytes(),
+        sources.tobytes(),
+        positions.tobytes(),
+        np.clip(allowance, 0, None).astype(np.uint32).tobytes(),
+        same_pack.astype(np.uint8).tobytes(),
+        bounds.tobytes(),
+        window,
+        threads,
+        max(cache_budget // max(threads, 1), 1 << 20),
+        object_limit,
+    )
+
+    def poll() -> None:
+        if progress is not None:
+            _, done, total = native.progress()
+            progress("Compressing objects", done, total)
+
+    try:
+        bases_b, delta_list, stats = run_polled(native.run, poll, native.cancel)
+    except _native.PackFormatError as e:
+        message, offset = e.args
+        raise CorruptPackError(message, offset) from None
+    if progress is not None:
+        progress("Compressing objects", len(rows), len(rows))
+    found = np.frombuffer(bases_b, dtype=np.int64)
+    got = np.flatnonzero(found >= 0)
+    targets = rows[got]
+    choice.base[targets] = rows[found[got]]
+    assert choice.new is not None
+    choice.new[targets] = True
+    deltas = {int(t): d for t, d in zip(targets, delta_list, strict=True)}
+    return SearchResult(choice, deltas, len(rows), len(bounds) - 1, stats)

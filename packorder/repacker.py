@@ -61,6 +61,7 @@ class RepackResult:
     verify: str
     seconds: dict[str, float] = field(default_factory=dict)
     peak_rss_bytes: int = 0
+    new_deltas: int = 0  # deltas found by the search (not among reused_deltas)
 
 
 @dataclass
@@ -166,7 +167,7 @@ def order_input(
     # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA (so in its order such
     # trees and commits skip their phases and join the delta families); new deltas keep
     # their real type.
-    reused = (choice.base >= 0) & choice.stored_delta
+    reused = choice.reused
     delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
     entry_kinds = np.where(reused, delta_kind, table.kinds).astype(np.uint8)
     intro = introducing_commits(repo, table) if ORDER_FUNCS[order].needs_intro else None
@@ -179,14 +180,47 @@ def _order(repo: Repository, opts: _Options, table: ObjectTable, choice: deltas_
     return order_mod.bases_first(raw, choice.base)
 
 
-def _choose_deltas(repo: Repository, table: ObjectTable, opts: _Options) -> deltas_mod.DeltaChoice:
-    if opts.no_reuse_delta:
-        if opts.window > 0:
-            raise UsageError("searching new deltas (-f with a window above 0) is not available yet; use --window 0")
-        choice = deltas_mod.none(table)
-        choice.stored_delta[:] = deltas_mod.stored_bases(repo, table)[0]
-        return choice
-    return deltas_mod.reuse(repo, table, opts.depth)
+def _search(
+    repo: Repository, table: ObjectTable, opts: _Options, progress: ProgressCallback | None
+) -> deltas_mod.SearchResult:
+    return deltas_mod.search(
+        repo,
+        table,
+        window=opts.window,
+        depth=opts.depth,
+        threads=opts.threads,
+        reuse_deltas=not opts.no_reuse_delta,
+        big_file_threshold=repo.config.get_int("core.bigFileThreshold", deltas_mod.BIG_FILE_THRESHOLD),
+        cache_budget=repo.config.get_int("core.deltaBaseCacheLimit", 96 << 20),
+        object_limit=physical_memory(),
+        progress=progress,
+    )
+
+
+def _choose_deltas(
+    repo: Repository, table: ObjectTable, opts: _Options, progress: ProgressCallback | None = None
+) -> tuple[deltas_mod.DeltaChoice, dict[int, bytes]]:
+    """Reused deltas (unless -f) and new ones searched with --window (as `git repack -ad`
+    and `-adf` do), with each new delta's data by table index. Promisor objects go to a pack
+    of their own, so the search runs on each group apart."""
+    groups = _groups(table)
+    if len(groups) <= 1:
+        found = _search(repo, table, opts, progress)
+        return found.choice, found.deltas
+    n = table.count
+    choice = deltas_mod.DeltaChoice(
+        np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    )
+    new_deltas: dict[int, bytes] = {}
+    for _, rows in groups:
+        found = _search(repo, _subset(table, rows), opts, progress)
+        sub = found.choice
+        choice.base[rows] = np.where(sub.base >= 0, rows[np.maximum(sub.base, 0)], -1)
+        choice.stored_delta[rows] = sub.stored_delta
+        choice.cut[rows] = sub.cut
+        choice.new[rows] = sub.new
+        new_deltas.update({int(rows[t]): d for t, d in found.deltas.items()})
+    return choice, new_deltas
 
 
 def _groups(table: ObjectTable) -> list[tuple[bool, np.ndarray]]:
@@ -205,7 +239,7 @@ def _restrict(choice: deltas_mod.DeltaChoice, rows: np.ndarray) -> deltas_mod.De
     new_index[rows] = np.arange(len(rows))
     base = choice.base[rows]
     base = np.where(base >= 0, new_index[np.maximum(base, 0)], -1)
-    return deltas_mod.DeltaChoice(base, choice.stored_delta[rows], choice.cut[rows])
+    return deltas_mod.DeltaChoice(base, choice.stored_delta[rows], choice.cut[rows], choice.new[rows] & (base >= 0))
 
 
 def _write_group(
@@ -216,10 +250,11 @@ def _write_group(
     out_dir: Path,
     seconds: dict[str, float],
     progress: ProgressCallback | None,
+    new_deltas: dict[int, bytes] | None = None,
 ) -> tuple[Path, writer_mod.IndexFiles, writer_mod.WrittenPack]:
     t = time.perf_counter()
     order = _order(repo, opts, table, choice)
-    plan = writer_mod.make_plan(repo, table, choice, order)
+    plan = writer_mod.make_plan(repo, table, choice, order, new_deltas)
     seconds["order"] = seconds.get("order", 0.0) + time.perf_counter() - t
     fd, tmp = tempfile.mkstemp(prefix=".tmp-packorder-", suffix=".pack", dir=out_dir)
     os.close(fd)
@@ -366,7 +401,7 @@ def repack(
             progress("Counting objects", table.count, table.count)
         seconds["enumerate"] = time.perf_counter() - t
         t = time.perf_counter()
-        choice = _choose_deltas(repo, table, opts)
+        choice, new_deltas = _choose_deltas(repo, table, opts, progress)
         seconds["deltas"] = time.perf_counter() - t
         result = RepackResult(
             git_dir=repo.git_dir,
@@ -376,7 +411,7 @@ def repack(
             reachable=int(table.reachable.sum()),
             unreachable_kept=int((~table.reachable).sum()),
             unreachable_pruned=len(pruned_oids),
-            reused_deltas=int((choice.base >= 0).sum()),
+            reused_deltas=int(choice.reused.sum()),
             cut_deltas=int(choice.cut.sum()),
             whole_objects=int((choice.base < 0).sum()),
             pack_bytes=0,
@@ -388,6 +423,7 @@ def repack(
             bitmap=False,
             dry_run=dry_run,
             verify=opts.verify,
+            new_deltas=len(new_deltas),
         )
         if dry_run:
             t = time.perf_counter()
@@ -398,7 +434,12 @@ def repack(
             for promisor, rows in _groups(table):
                 sub = _subset(table, rows)
                 sub_choice = _restrict(choice, rows)
-                tmp_pack, files, written = _write_group(repo, sub, sub_choice, opts, out_dir, seconds, progress)
+                at = np.full(table.count, -1, dtype=np.int64)
+                at[rows] = np.arange(len(rows))
+                sub_deltas = {int(at[t]): d for t, d in new_deltas.items() if at[t] >= 0}
+                tmp_pack, files, written = _write_group(
+                    repo, sub, sub_choice, opts, out_dir, seconds, progress, sub_deltas
+                )
                 installed.append(_install(tmp_pack, files, written.checksum, out_dir, promisor))
                 result.pack_bytes += written.size
             result.packs = installed

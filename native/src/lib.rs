@@ -1,6 +1,8 @@
 //! packorder._native: module registration and the mapping of errors to Python.
 
 pub mod delta;
+pub mod delta_create;
+pub mod delta_search;
 pub mod entry;
 pub mod error;
 pub mod graph;
@@ -8,7 +10,9 @@ pub mod hash;
 pub mod inflate;
 pub mod layout;
 pub mod loose;
+pub mod object_read;
 pub mod progress;
+mod py_delta;
 mod py_index;
 mod py_write;
 pub mod resolve;
@@ -291,6 +295,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Sha1>()?;
     m.add_class::<py_write::RevList>()?;
     m.add_class::<py_write::PackWriter>()?;
+    m.add_class::<py_delta::DeltaIndex>()?;
+    m.add_class::<py_delta::DeltaSearch>()?;
     m.add_function(wrap_pyfunction!(py_write::loose_header, m)?)?;
     m.add_function(wrap_pyfunction!(py_write::read_loose, m)?)?;
     m.add_function(wrap_pyfunction!(object_id, m)?)?;
