@@ -14,7 +14,7 @@ from gitrepo import git
 from packorder.errors import CorruptPackError
 from packorder.format import layout as layout_mod
 from packorder.format.layout import NO_BASE, PackLayout
-from packorder.seek.expand import DeltaBaseCache, expand
+from packorder.seek.expand import expand, replay
 from packorder.seek.trace import READS, REQUESTS, Trace
 
 A, B, C, D, E = range(5)
@@ -80,17 +80,18 @@ def test_eviction_is_oldest_added_first_and_the_new_entry_stays() -> None:
 
 
 def test_cache_keeps_bases_by_bytes() -> None:
-    cache = DeltaBaseCache(250)
-    cache.add(1, 100)
-    cache.add(2, 100)
-    cache.add(1, 100)  # already there: nothing changes
-    assert list(cache.entries) == [1, 2] and cache.used == 200
-    cache.add(3, 100)  # 300 > 250: the oldest (1) goes
-    assert list(cache.entries) == [2, 3] and cache.used == 200
-    assert cache.take(2) and not cache.take(2)
-    assert list(cache.entries) == [3] and cache.used == 100
-    cache.add(4, 1000)  # alone over the limit: 3 goes, 4 stays
-    assert list(cache.entries) == [4] and cache.used == 1000
+    # Four chains root <- delta: (0 <- 1), (2 <- 3), (4 <- 5), (6 <- 7); bases of 100 bytes,
+    # except 6: an empty object (a cached empty base is still cached). Room for 250 bytes.
+    bases = [[NO_BASE, 0, NO_BASE, 2, NO_BASE, 4, NO_BASE, 6]]
+    sizes = [[100, 9, 100, 9, 100, 9, 0, 9]]
+    requests = [1, 3, 5, 1, 5, 3, 7, 7]
+    reads, counts = replay(requests, [0] * len(requests), bases, sizes, 250)
+    # 1: reads 0, 1; cache {0}. 3: {0, 2}. 5: adding 4 makes 300 > 250, 0 goes: {2, 4}.
+    # 1 again: 0 is gone, read it; adding it evicts 2: {4, 0}. 5: 4 is cached, only 5 is read
+    # (4 detached and added again: {0, 4}). 3: read 2, 3; 0 goes: {4, 2}. 7: reads 6, 7; the
+    # empty base costs nothing: {4, 2, 6}. 7 again: 6 is cached.
+    assert reads == [0, 1, 2, 3, 4, 5, 0, 1, 5, 2, 3, 6, 7, 7]
+    assert counts == [2, 2, 2, 2, 1, 2, 2, 1]
 
 
 def test_packs_have_separate_keys_but_one_budget() -> None:

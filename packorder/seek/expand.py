@@ -10,7 +10,8 @@ chain: its delta base cache holds recently used bases. `unpack_entry()` works li
 2. Going back up, read each delta and apply it to the base below; the base just used goes into
    the cache (`add_delta_base_cache`): its size is added, and least recently added entries are
    evicted until the total is within `core.deltaBaseCacheLimit` again; the new entry always
-   stays. The object finally produced is not cached.
+   stays. The object finally produced is not cached. (Git checks that a base is not cached
+   already, for its threads; in one sequence of calls it never is: it was just read or taken.)
 
 `expand` replays a trace of requests through that model and returns the entries read, in the
 order Git reads their data (root first, then each delta up to the object). Calls that Git served
@@ -26,7 +27,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from packorder.errors import CorruptPackError
 from packorder.format.layout import NO_BASE, PackLayout
 from packorder.progress import ProgressCallback
 from packorder.seek.trace import READS, REQUESTS, Trace
@@ -34,61 +34,68 @@ from packorder.seek.trace import READS, REQUESTS, Trace
 DEFAULT_CACHE_LIMIT = 96 << 20  # Git's core.deltaBaseCacheLimit
 
 
-class DeltaBaseCache:
-    """Git's delta base cache as a size model: keys of cached bases, LRU by insertion, a byte
-    budget. A hit detaches the entry, so least recently *added* is least recently used."""
+def replay(
+    requests: Sequence[int],
+    packs: Sequence[int],
+    bases: Sequence[Sequence[int]],
+    sizes: Sequence[Sequence[int]],
+    cache_limit: int,
+    progress: ProgressCallback | None = None,
+) -> tuple[list[int], list[int]]:
+    """`unpack_entry()` for each request (pack position `requests[i]` in pack `packs[i]`),
+    through one delta base cache: the positions read, in order, and how many each request read.
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.used = 0
-        self.entries: OrderedDict[int, int] = OrderedDict()  # key -> object size, oldest first
+    `bases[p][i]` is the position of the delta base of entry i of pack p (NO_BASE if none),
+    `sizes[p][i]` the size of the object it stands for. The cache maps (pack, position) to that
+    size, oldest first; taking an entry detaches it, so least recently added is least recently
+    used. The loop is flat (no calls per step): it is the analyzer's hot loop.
+    """
+    cache: OrderedDict[int, int] = OrderedDict()
+    pop, evict = cache.pop, cache.popitem
+    used = 0
+    reads: list[int] = []
+    read = reads.append
+    counts: list[int] = []
+    title = "Expanding delta chains"
+    step = 1 << 16
+    for start in range(0, len(requests), step):
+        if progress is not None:
+            progress(title, start, len(requests))
+        for pos, p in zip(requests[start : start + step], packs[start : start + step], strict=True):
+            base, size, tag = bases[p], sizes[p], p << 32
+            before = len(reads)
+            chain: list[int] = []  # deltas above the entry served, top first
+            cur = pos
+            while True:  # walk down: the cache first, then the entry's base
+                got = pop(tag | cur, None)
+                if got is not None:
+                    used -= got  # served from the cache (detached)
+                    break
+                below = base[cur]
+                if below == NO_BASE:
+                    read(cur)  # the chain root (or a delta whose base is not in this pack): read
+                    break
+                chain.append(cur)
+                cur = below
+            for delta in reversed(chain):  # back up: read each delta, cache the base it applies to
+                read(delta)
+                got = size[cur]
+                used += got
+                while used > cache_limit and cache:
+                    used -= evict(last=False)[1]
+                cache[tag | cur] = got  # the newest entry stays, even alone over the limit
+                cur = delta
+            counts.append(len(reads) - before)
+    if progress is not None:
+        progress(title, len(requests), len(requests))
+    return reads, counts
 
-    def __contains__(self, key: int) -> bool:
-        return key in self.entries
 
-    def take(self, key: int) -> bool:
-        """Detach `key` if cached (Git serves the base from the cache); whether it was."""
-        size = self.entries.pop(key, None)
-        if size is None:
-            return False
-        self.used -= size
-        return True
-
-    def add(self, key: int, size: int) -> None:
-        """Cache a base just used; evict the oldest entries while over the limit first."""
-        if key in self.entries:
-            return
-        self.used += size
-        while self.used > self.limit and self.entries:
-            _, old = self.entries.popitem(last=False)
-            self.used -= old
-        self.entries[key] = size
-
-
-def unpack_entry(
-    cache: DeltaBaseCache, key_base: int, pos: int, base: Sequence[int], sizes: Sequence[int], limit: int
-) -> list[int]:
-    """The pack positions one `unpack_entry()` of the entry at `pos` reads, in the order read.
-    `base[i]` is the position of entry i's delta base (NO_BASE if none), `sizes[i]` the size of
-    the object it stands for; cache keys are `key_base + position`."""
-    chain: list[int] = []  # deltas above the entry served (from the cache or read), top first
-    cur = pos
-    while not cache.take(key_base + cur):
-        below = base[cur]
-        if below == NO_BASE:
-            read = [cur]
-            break
-        chain.append(cur)
-        cur = below
-        if len(chain) > limit:
-            raise CorruptPackError("delta chain does not end (a cycle of REF_DELTA entries?)", None)
-    else:
-        read = []
-    for delta in reversed(chain):
-        read.append(delta)
-        cache.add(key_base + cur, sizes[cur])
-        cur = delta
-    return read
+def check_acyclic(layout: PackLayout) -> None:
+    """Raise CorruptPackError if following delta bases can loop. Only a REF_DELTA whose base
+    comes later in the pack can start a loop (an OFS_DELTA's base is always earlier)."""
+    if np.any(layout.base > np.arange(layout.count)):
+        layout.depths()  # raises on a cycle
 
 
 def expand(
@@ -108,32 +115,25 @@ def expand(
         for p, layout in enumerate(layouts):
             mine = trace.pack_index == p
             positions[mine] = layout.position_of_offset(trace.offsets[mine])
+    # A whole object that is no delta's base is never cached: its request reads it alone, and
+    # leaves the cache as it was. Only the other requests go through the model.
     simple = np.ones(n, dtype=bool)
     for p, layout in enumerate(layouts):
+        check_acyclic(layout)
         mine = trace.pack_index == p if len(layouts) > 1 else slice(None)
         pos = positions[mine]
-        # A whole object that is no delta's base is never cached: its request reads it alone.
         is_base = np.zeros(layout.count, dtype=bool)
         is_base[layout.base[layout.base != NO_BASE]] = True
         simple[mine] = (layout.base[pos] == NO_BASE) & ~is_base[pos]
-    title = "Expanding delta chains"
+    todo = np.flatnonzero(~simple)
     bases = [array("q", layout.base.astype(np.int64).tobytes()) for layout in layouts]
     sizes = [array("Q", layout.object_sizes.astype(np.uint64).tobytes()) for layout in layouts]
-    cache = DeltaBaseCache(cache_limit)
+    reads, counts = replay(
+        positions[todo].tolist(), trace.pack_index[todo].tolist(), bases, sizes, cache_limit, progress
+    )
     lengths = np.ones(n, dtype=np.int64)
-    reads: list[int] = []
-    todo = np.flatnonzero(~simple)
-    packs_of = trace.pack_index[todo].tolist()
-    limits = [layout.count for layout in layouts]
-    for done, (i, p, pos) in enumerate(zip(todo.tolist(), packs_of, positions[todo].tolist(), strict=True)):
-        got = unpack_entry(cache, p << 32, pos, bases[p], sizes[p], limits[p])
-        lengths[i] = len(got)
-        reads.extend(got)
-        if progress is not None and done & 0xFFFF == 0:
-            progress(title, done, len(todo))
-    if progress is not None:
-        progress(title, len(todo), len(todo))
-    # Requests read themselves alone (simple) or the list the model produced, in trace order.
+    lengths[todo] = counts
+    # Requests read themselves alone (simple) or what the model read, in trace order.
     out_pack = np.repeat(trace.pack_index, lengths)
     out_pos = np.repeat(positions, lengths)
     out_pos[np.repeat(~simple, lengths)] = np.array(reads, dtype=np.int64)
