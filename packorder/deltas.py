@@ -117,21 +117,35 @@ class SearchResult:
     stats: dict[str, int]
 
 
-def object_sizes(repo: Repository, table: ObjectTable) -> np.ndarray:
-    """uint64: the size of each object (not of its stored delta)."""
-    sizes = np.zeros(table.count, dtype=np.uint64)
+def object_sizes(repo: Repository, table: ObjectTable, rows: np.ndarray) -> np.ndarray:
+    """uint64: the size of each object of `rows` (not of its stored delta). A delta's object
+    size is in the first bytes of its data, so only those deltas are inflated, that far."""
+    sizes = np.zeros(len(rows), dtype=np.uint64)
+    source = table.source[rows]
     for i, pack in enumerate(repo.packs):
-        rows = np.flatnonzero(table.source == i)
-        if not len(rows):
+        at = np.flatnonzero(source == i)
+        if not len(at):
             continue
         lay = pack.layout
-        pos = table.pos[rows]
-        sizes[rows] = lay.sizes[pos]
-        delta_rows = lay.is_delta[pos]
-        if delta_rows.any():
-            sizes[rows[delta_rows]] = lay.object_sizes[pos[delta_rows]]
-    for row in np.flatnonzero(table.source == LOOSE):
-        sizes[row] = _native.loose_header(str(repo.loose.paths[int(table.pos[row])]))[1]
+        pos = table.pos[rows[at]]
+        sizes[at] = lay.sizes[pos]
+        delta = lay.is_delta[pos]
+        if not delta.any():
+            continue
+        if lay._object_sizes is not None:
+            sizes[at[delta]] = lay._object_sizes[pos[delta]]
+            continue
+        order = np.argsort(pos[delta], kind="stable")
+        offsets = lay.offsets[pos[delta][order]].astype(np.uint64)
+        try:
+            got = _native.read_entry_headers(str(pack.path), offsets.tobytes(), True)[5]
+        except _native.PackFormatError as e:
+            raise CorruptPackError(e.args[0], e.args[1], str(pack.path)) from None
+        picked = np.empty(len(order), dtype=np.uint64)
+        picked[order] = np.frombuffer(got, dtype=np.uint64)
+        sizes[at[delta]] = picked
+    for k in np.flatnonzero(source == LOOSE):
+        sizes[k] = _native.loose_header(str(repo.loose.paths[int(table.pos[rows[k]])]))[1]
     return sizes
 
 
@@ -228,7 +242,9 @@ def search(
     empty = SearchResult(choice, {}, 0, 0, {})
     if window <= 1 or depth <= 0 or table.count == 0:
         return empty
-    sizes = object_sizes(repo, table)
+    sizes = np.zeros(table.count, dtype=np.uint64)
+    unreused = np.flatnonzero(choice.base < 0)
+    sizes[unreused] = object_sizes(repo, table, unreused)
     wanted = (choice.base < 0) & (sizes >= MIN_DELTA_SIZE) & (sizes <= big_file_threshold)
     rows = search_order(table, sizes, np.flatnonzero(wanted))
     if len(rows) < 2:

@@ -66,6 +66,17 @@ fn block_hash(lo: u64, hi: u64) -> u64 {
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let mut i = 0;
+    // 32 bytes a step while they agree (long copies are the common case), then 8.
+    while i + 32 <= n {
+        let x = (load(a, i) ^ load(b, i))
+            | (load(a, i + 8) ^ load(b, i + 8))
+            | (load(a, i + 16) ^ load(b, i + 16))
+            | (load(a, i + 24) ^ load(b, i + 24));
+        if x != 0 {
+            break;
+        }
+        i += 32;
+    }
     while i + 8 <= n {
         let x = load(a, i) ^ load(b, i);
         if x != 0 {
@@ -181,42 +192,47 @@ impl DeltaIndex {
         let shift = 64 - order;
         let bit_shift = shift - 3;
         let mut bits = vec![0u64; (nbuckets * 8) / 64];
-        // The hash of block k, or None when it repeats block k - 1.
-        let block = |k: usize| -> Option<u64> {
-            let p = k * STRIDE;
-            let (lo, hi) = (load(base, p), load(base, p + 8));
-            if k > 0 && lo == load(base, p - STRIDE) && hi == load(base, p - STRIDE + 8) {
-                return None;
-            }
-            Some(block_hash(lo, hi))
-        };
-        // Counting sort: count into heads[b + 1], sum up so that heads[b + 1] ends bucket b,
-        // then fill each bucket from its end walking the blocks backwards, which leaves
-        // heads[b + 1] at the start of bucket b (and positions ascending within it).
+        // Counting sort. Each block's hash (SKIP for a block repeating the one before it) is
+        // counted into heads[bucket]; summed up, heads[b] ends bucket b; filling each bucket
+        // from its end, walking the blocks backwards, leaves heads[b] at its start with the
+        // positions ascending.
+        const SKIP: u64 = u64::MAX;
+        let mut hashes = Vec::with_capacity(nblocks);
         let mut heads = vec![0u32; nbuckets + 1];
+        let mut prev = (!load(base, 0), 0);
         for k in 0..nblocks {
-            if let Some(h) = block(k) {
-                heads[(h >> shift) as usize + 1] += 1;
-                let bit = (h >> bit_shift) as usize;
-                bits[bit >> 6] |= 1 << (bit & 63);
+            let p = k * STRIDE;
+            let word = (load(base, p), load(base, p + 8));
+            if word == prev {
+                hashes.push(SKIP);
+                continue;
             }
+            prev = word;
+            let h = block_hash(word.0, word.1);
+            hashes.push(h);
+            heads[(h >> shift) as usize] += 1;
+            let bit = (h >> bit_shift) as usize;
+            bits[bit >> 6] |= 1 << (bit & 63);
         }
-        for b in 1..=nbuckets {
+        let mut crowded = false;
+        for b in 1..nbuckets {
+            crowded |= heads[b] as usize > BUCKET_LIMIT;
             heads[b] += heads[b - 1];
         }
-        let total = heads[nbuckets] as usize;
+        crowded |= heads[0] as usize > BUCKET_LIMIT;
+        let total = heads[nbuckets - 1] as usize;
+        heads[nbuckets] = total as u32;
         let mut entries = vec![0u64; total];
-        for k in (0..nblocks).rev() {
-            if let Some(h) = block(k) {
-                let end = &mut heads[(h >> shift) as usize + 1];
+        for (k, &h) in hashes.iter().enumerate().rev() {
+            if h != SKIP {
+                let end = &mut heads[(h >> shift) as usize];
                 *end -= 1;
                 entries[*end as usize] = (h << 32) | (k * STRIDE) as u64;
             }
         }
-        heads.remove(0);
-        heads.push(total as u32);
+        drop(hashes);
         // Thin out crowded buckets to an evenly spread subset.
-        if heads.windows(2).any(|w| (w[1] - w[0]) as usize > BUCKET_LIMIT) {
+        if crowded {
             let mut thin_heads = Vec::with_capacity(nbuckets + 1);
             let mut thin = Vec::with_capacity(total);
             thin_heads.push(0u32);

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Benchmark `packorder repack` against `git repack` on copies of the same repository.
+
+Two modes, each with the same window, depth and threads on both sides:
+- reuse: `git repack -ad` against `packorder repack` (stored deltas reused; objects that are
+  not reused deltas searched with the window, as Git does);
+- fresh: `git repack -adf` against `packorder repack -f` (every delta searched anew).
+packorder runs twice in each mode, verifying its pack with `--verify crc` and `--verify full`.
+Bitmaps are off on both sides (`-c repack.writeBitmaps=false`, `--no-write-bitmap-index`) so
+both do the same work. Every run gets a fresh copy of the repository (the copy is not timed);
+the tools run alternately, several times; we report the median wall time of each, the
+ratio to Git's, peak RSS (the child's ru_maxrss, median over runs) and the pack size.
+
+A partial clone's copy is set up so that Git accepts to repack it (repository format 1,
+extensions.partialclone, a promisor remote); with `--drop-promisor` its `.promisor` files
+are removed instead, making it a normal repository (only right when no object is missing).
+
+    scripts/bench_repack.py REPO [--runs 5] [--modes reuse,fresh] [--window 10] [--depth 50]
+                           [--threads N] [--drop-promisor] [--git git] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Run:
+    seconds: float
+    peak_rss: int
+    pack_bytes: int
+    objects: int
+
+
+@dataclass
+class Variant:
+    name: str
+    mode: str
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(r.seconds for r in self.runs)
+
+    @property
+    def rss(self) -> int:
+        return int(statistics.median(r.peak_rss for r in self.runs))
+
+
+def mib(n: float) -> str:
+    return f"{n / (1 << 20):.1f} MiB"
+
+
+def git_dir_of(repo: Path) -> Path:
+    return repo / ".git" if (repo / ".git").is_dir() else repo
+
+
+def pack_totals(repo: Path) -> tuple[int, int]:
+    """(bytes of all .pack files, objects in their .idx files)."""
+    pack_dir = git_dir_of(repo) / "objects" / "pack"
+    size = sum(p.stat().st_size for p in pack_dir.glob("*.pack"))
+    objects = 0
+    for idx in pack_dir.glob("*.idx"):
+        with open(idx, "rb") as f:
+            head = f.read(8 + 256 * 4)
+        last = head[-4:] if head[:4] == b"\xfftOc" else head[1020:1024]  # fanout[255], idx v2 or v1
+        objects += int.from_bytes(last, "big")
+    return size, objects
+
+
+def prepare_copy(src: Path, dst: Path, git: str, drop_promisor: bool) -> None:
+    shutil.copytree(src, dst, symlinks=True)
+    pack_dir = git_dir_of(dst) / "objects" / "pack"
+    for f in pack_dir.glob("*"):
+        f.chmod(0o644)
+    promisor = list(pack_dir.glob("*.promisor"))
+    if not promisor:
+        return
+    if drop_promisor:
+        for p in promisor:
+            p.unlink()
+        return
+    for key, value in (
+        ("core.repositoryformatversion", "1"),
+        ("extensions.partialclone", "origin"),
+        ("remote.origin.promisor", "true"),
+    ):
+        subprocess.run([git, "--git-dir", str(git_dir_of(dst)), "config", key, value], check=True)
+
+
+def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+    assert proc.stderr is not None
+    err = proc.stderr.read()  # drained while it runs, so the child never blocks on the pipe
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({status}): {err.decode(errors='replace').strip()}")
+    return elapsed, usage.ru_maxrss * 1024
+
+
+def commands(args: argparse.Namespace, copy: Path, variant: str, mode: str) -> list[str]:
+    fresh = mode == "fresh"
+    window, depth, threads = f"--window={args.window}", f"--depth={args.depth}", f"--threads={args.threads}"
+    if variant == "git":
+        return (
+            [args.git, "-C", str(copy), "-c", "repack.writeBitmaps=false", "repack", "-adq"]
+            + (["-f"] if fresh else [])
+            + [window, depth, threads]
+        )
+    verify = variant.split()[-1]
+    return (
+        [sys.executable, "-m", "packorder.cli", "repack", "-q", "--no-write-bitmap-index", f"--verify={verify}"]
+        + (["-f"] if fresh else [])
+        + [window, depth, threads, str(copy)]
+    )
+
+
+def bench(args: argparse.Namespace) -> dict:
+    repo: Path = args.repo.resolve()
+    version = subprocess.run([args.git, "--version"], capture_output=True, text=True).stdout.strip()
+    before_size, before_objects = pack_totals(repo)
+    print(f"## {repo} ({mib(before_size)} in packs, {before_objects} objects)")
+    print(
+        f"{version}; window {args.window}, depth {args.depth}, threads {args.threads}, {args.runs} runs each, "
+        f"alternating; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    variants = [Variant(v, m) for m in args.modes for v in ("git", "packorder crc", "packorder full")]
+    with tempfile.TemporaryDirectory(prefix="bench-repack-", dir=args.tmp) as tmp:
+        for i in range(args.runs):
+            for v in variants:
+                copy = Path(tmp) / "repo"
+                prepare_copy(repo, copy, args.git, args.drop_promisor)
+                seconds, rss = timed(commands(args, copy, v.name, v.mode))
+                size, objects = pack_totals(copy)
+                if i == 0 and args.fsck:
+                    subprocess.run([args.git, "-C", str(copy), "fsck", "--full", "--no-dangling"], check=True)
+                v.runs.append(Run(seconds, rss, size, objects))
+                shutil.rmtree(copy)
+                print(f"  run {i + 1} {v.mode:5} {v.name:14} {seconds:7.2f} s  {mib(rss):>10}  {mib(size)}", flush=True)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for mode in args.modes:
+        rows = [v for v in variants if v.mode == mode]
+        base = rows[0]
+        label = "git repack -ad / packorder repack" if mode == "reuse" else "git repack -adf / packorder repack -f"
+        print(f"\n### {mode}: {label}")
+        print("| tool | median wall | ratio to git | peak RSS | RSS ratio | pack size | size ratio | objects |")
+        print("|---|---|---|---|---|---|---|---|")
+        for v in rows:
+            size = v.runs[0].pack_bytes
+            print(
+                f"| {v.name} | {v.median:.2f} s | {v.median / base.median:.2f} | {mib(v.rss)} | "
+                f"{v.rss / base.rss:.2f} | {mib(size)} ({size}) | {size / base.runs[0].pack_bytes:.4f} | "
+                f"{v.runs[0].objects} |"
+            )
+        for v in rows:
+            print(f"{v.name} runs: {', '.join(f'{r.seconds:.2f}' for r in v.runs)}")
+    return {
+        "repo": str(repo),
+        "git": version,
+        "window": args.window,
+        "depth": args.depth,
+        "threads": args.threads,
+        "variants": [{"name": v.name, "mode": v.mode, "runs": [asdict(r) for r in v.runs]} for v in variants],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("repo", type=Path)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--modes", default="reuse,fresh", help="comma-separated: reuse, fresh")
+    ap.add_argument("--window", type=int, default=10)
+    ap.add_argument("--depth", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--drop-promisor", action="store_true", help="remove .promisor files from the copies")
+    ap.add_argument("--fsck", action="store_true", help="git fsck --full each tool's first pack")
+    ap.add_argument("--git", default="git", help="git binary (default: git on PATH)")
+    ap.add_argument("--tmp", default=None, help="directory for the copies (default: the system's)")
+    ap.add_argument("--json", type=Path, help="also write the raw runs here")
+    args = ap.parse_args()
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not set(args.modes) <= {"reuse", "fresh"}:
+        raise SystemExit("--modes takes reuse and/or fresh")
+    if not git_dir_of(args.repo).joinpath("objects").is_dir():
+        raise SystemExit(f"not a repository: {args.repo}")
+    doc = bench(args)
+    if args.json:
+        args.json.write_text(json.dumps(doc, indent=1))
+
+
+if __name__ == "__main__":
+    main()
