@@ -500,3 +500,53 @@ def _write_bitmap(repo: Repository) -> bool:
             + proc.stderr.decode(errors="replace").strip().splitlines()[-1]
         )
     return True
+
+
+@dataclass
+class PlannedLayout:
+    """Where each object would be in a pack written in a given order, without writing it:
+    entries keep the packed size they have in their source (a copied entry is the same bytes,
+    give or take a delta header's distance field), a loose object its file's size."""
+
+    order: str
+    oids: np.ndarray  # (n, 20) uint8, in write order
+    offsets: np.ndarray  # uint64, simulated pack offsets (the first entry at 12)
+    packed_sizes: np.ndarray  # int64
+    base: np.ndarray  # int64: write position of the delta base, -1
+
+
+def plan_layout(
+    repo_path: str | os.PathLike[str] | None = None,
+    *,
+    order: str = "recency",
+    depth: int | None = None,
+    repo: Repository | None = None,
+    table: ObjectTable | None = None,
+) -> PlannedLayout:
+    """The layout `repack --order ORDER` would write, reusing stored deltas (no new search),
+    for simulating workloads under that order. Pass `repo` and `table` to plan several orders
+    from one enumeration."""
+    if repo is None:
+        repo = open_repository(repo_path)
+    opts = _options(repo, order, False, 0, depth, None, False, False, "crc")
+    if table is None:
+        table = enumerate_objects(repo)
+    choice = deltas_mod.reuse(repo, table, opts.depth)
+    write_order = _order(repo, opts, table, choice)
+    sizes = np.zeros(table.count, dtype=np.int64)
+    for i, pack in enumerate(repo.packs):
+        rows = np.flatnonzero(table.source == i)
+        if len(rows):
+            sizes[rows] = pack.layout.packed_sizes[table.pos[rows]]
+    for row in np.flatnonzero(table.source == LOOSE):
+        sizes[row] = repo.loose.paths[int(table.pos[row])].stat().st_size
+    packed = sizes[write_order]
+    offsets = np.empty(len(packed), dtype=np.uint64)
+    if len(packed):
+        offsets[0] = 12
+        offsets[1:] = 12 + np.cumsum(packed[:-1])
+    position = np.empty(table.count, dtype=np.int64)
+    position[write_order] = np.arange(table.count)
+    base = choice.base[write_order]
+    base = np.where(base >= 0, position[np.maximum(base, 0)], -1)
+    return PlannedLayout(order, table.oids[write_order], offsets, packed, base)

@@ -14,6 +14,7 @@ import numpy as np
 from packorder import _native
 from packorder.errors import CorruptPackError
 from packorder.format import idx as idx_format
+from packorder.format import rev as rev_format
 from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
 
 NO_BASE = -1
@@ -105,12 +106,30 @@ def idx_path_of(pack: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name[: -len(".pack")] + ".idx") if p.name.endswith(".pack") else p.with_suffix(".idx")
 
 
+def _pack_order(pack_path: Path, index: idx_format.PackIndex) -> np.ndarray:
+    """Index positions in pack order: from the .rev when there is a good one (it is exactly
+    that), else by sorting the offsets."""
+    rev = pack_path.with_name(pack_path.name[: -len(".pack")] + ".rev")
+    if rev.exists():
+        try:
+            positions = np.frombuffer(rev_format.read_positions(str(rev), index.count), dtype=">u4")
+        except CorruptPackError:
+            positions = None
+        if positions is not None:
+            order = positions.astype(np.int64)
+            if index.count == 0 or (
+                order.max() < index.count and np.all(np.diff(index.offsets[order].astype(np.int64)) > 0)
+            ):
+                return order
+    return np.argsort(index.offsets, kind="stable")
+
+
 def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None) -> PackLayout:
     """The layout of `pack`, using its .idx (read here unless given)."""
     pack_path = Path(pack)
     if index is None:
         index = idx_format.read(str(idx_path_of(pack_path)))
-    order = np.argsort(index.offsets, kind="stable")
+    order = _pack_order(pack_path, index)
     offsets = index.offsets[order].astype(np.uint64)
     oids = index.names[order]
     size = pack_path.stat().st_size
