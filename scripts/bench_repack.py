@@ -14,9 +14,15 @@ ratio to Git's, peak RSS (the child's ru_maxrss, median over runs) and the pack 
 A partial clone's copy is set up so that Git accepts to repack it (repository format 1,
 extensions.partialclone, a promisor remote); with `--drop-promisor` its `.promisor` files
 are removed instead, making it a normal repository (only right when no object is missing).
+In a partial clone, `git repack` repacks the objects of promisor packs by id alone, without
+the paths that sort them for the delta search (its -adf pack can be far larger and slower to
+make). `--git-pack-objects` runs, as the Git side, the `git pack-objects` command that
+`git repack -ad(f)` runs in a normal repository (paths included; `--missing=allow-any` for
+the objects a partial clone lacks), which compares the delta searches themselves.
 
     scripts/bench_repack.py REPO [--runs 5] [--modes reuse,fresh] [--window 10] [--depth 50]
-                           [--threads N] [--drop-promisor] [--git git] [--json FILE]
+                           [--threads N] [--drop-promisor] [--git-pack-objects] [--git git]
+                           [--json FILE]
 """
 
 from __future__ import annotations
@@ -65,12 +71,15 @@ def git_dir_of(repo: Path) -> Path:
     return repo / ".git" if (repo / ".git").is_dir() else repo
 
 
-def pack_totals(repo: Path) -> tuple[int, int]:
-    """(bytes of all .pack files, objects in their .idx files)."""
+TMP_PACK = ".tmp-bench-pack"
+
+
+def pack_totals(repo: Path, prefix: str = "pack-") -> tuple[int, int]:
+    """(bytes of the .pack files whose names start with `prefix`, objects in their .idx)."""
     pack_dir = git_dir_of(repo) / "objects" / "pack"
-    size = sum(p.stat().st_size for p in pack_dir.glob("*.pack"))
+    size = sum(p.stat().st_size for p in pack_dir.glob(f"{prefix}*.pack"))
     objects = 0
-    for idx in pack_dir.glob("*.idx"):
+    for idx in pack_dir.glob(f"{prefix}*.idx"):
         with open(idx, "rb") as f:
             head = f.read(8 + 256 * 4)
         last = head[-4:] if head[:4] == b"\xfftOc" else head[1020:1024]  # fanout[255], idx v2 or v1
@@ -113,6 +122,14 @@ def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
 def commands(args: argparse.Namespace, copy: Path, variant: str, mode: str) -> list[str]:
     fresh = mode == "fresh"
     window, depth, threads = f"--window={args.window}", f"--depth={args.depth}", f"--threads={args.threads}"
+    if variant == "git" and args.git_pack_objects:
+        out = git_dir_of(copy) / "objects" / "pack" / TMP_PACK
+        return (
+            [args.git, "--git-dir", str(git_dir_of(copy)), "pack-objects", window, depth, threads]
+            + (["--no-reuse-delta"] if fresh else [])
+            + ["--quiet", "--delta-base-offset", str(out), "--keep-true-parents", "--honor-pack-keep"]
+            + ["--non-empty", "--all", "--reflog", "--indexed-objects", "--missing=allow-any"]
+        )
     if variant == "git":
         return (
             [args.git, "-C", str(copy), "-c", "repack.writeBitmaps=false", "repack", "-adq"]
@@ -132,6 +149,8 @@ def bench(args: argparse.Namespace) -> dict:
     version = subprocess.run([args.git, "--version"], capture_output=True, text=True).stdout.strip()
     before_size, before_objects = pack_totals(repo)
     print(f"## {repo} ({mib(before_size)} in packs, {before_objects} objects)")
+    if args.git_pack_objects:
+        print("Git side: the `git pack-objects` command of `git repack`, run directly (--git-pack-objects)")
     print(
         f"{version}; window {args.window}, depth {args.depth}, threads {args.threads}, {args.runs} runs each, "
         f"alternating; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
@@ -143,7 +162,7 @@ def bench(args: argparse.Namespace) -> dict:
                 copy = Path(tmp) / "repo"
                 prepare_copy(repo, copy, args.git, args.drop_promisor)
                 seconds, rss = timed(commands(args, copy, v.name, v.mode))
-                size, objects = pack_totals(copy)
+                size, objects = pack_totals(copy, TMP_PACK if v.name == "git" and args.git_pack_objects else "pack-")
                 if i == 0 and args.fsck:
                     subprocess.run([args.git, "-C", str(copy), "fsck", "--full", "--no-dangling"], check=True)
                 v.runs.append(Run(seconds, rss, size, objects))
@@ -153,7 +172,8 @@ def bench(args: argparse.Namespace) -> dict:
     for mode in args.modes:
         rows = [v for v in variants if v.mode == mode]
         base = rows[0]
-        label = "git repack -ad / packorder repack" if mode == "reuse" else "git repack -adf / packorder repack -f"
+        git_side = "git pack-objects" if args.git_pack_objects else "git repack -ad"
+        label = f"{git_side} / packorder repack" if mode == "reuse" else f"{git_side} (-f) / packorder repack -f"
         print(f"\n### {mode}: {label}")
         print("| tool | median wall | ratio to git | peak RSS | RSS ratio | pack size | size ratio | objects |")
         print("|---|---|---|---|---|---|---|---|")
@@ -172,6 +192,7 @@ def bench(args: argparse.Namespace) -> dict:
         "window": args.window,
         "depth": args.depth,
         "threads": args.threads,
+        "git_side": "pack-objects" if args.git_pack_objects else "repack",
         "variants": [{"name": v.name, "mode": v.mode, "runs": [asdict(r) for r in v.runs]} for v in variants],
     }
 
@@ -185,6 +206,9 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=50)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--drop-promisor", action="store_true", help="remove .promisor files from the copies")
+    ap.add_argument(
+        "--git-pack-objects", action="store_true", help="Git side: git repack's pack-objects command, with paths"
+    )
     ap.add_argument("--fsck", action="store_true", help="git fsck --full each tool's first pack")
     ap.add_argument("--git", default="git", help="git binary (default: git on PATH)")
     ap.add_argument("--tmp", default=None, help="directory for the copies (default: the system's)")
