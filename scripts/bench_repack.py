@@ -43,6 +43,7 @@ from pathlib import Path
 @dataclass
 class Run:
     seconds: float
+    cpu: float  # user + system seconds of the child
     peak_rss: int
     pack_bytes: int
     objects: int
@@ -57,6 +58,10 @@ class Variant:
     @property
     def median(self) -> float:
         return statistics.median(r.seconds for r in self.runs)
+
+    @property
+    def cpu(self) -> float:
+        return statistics.median(r.cpu for r in self.runs)
 
     @property
     def rss(self) -> int:
@@ -107,7 +112,7 @@ def prepare_copy(src: Path, dst: Path, git: str, drop_promisor: bool) -> None:
         subprocess.run([git, "--git-dir", str(git_dir_of(dst)), "config", key, value], check=True)
 
 
-def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
+def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, int]:
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
     assert proc.stderr is not None
@@ -116,7 +121,7 @@ def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
     elapsed = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({status}): {err.decode(errors='replace').strip()}")
-    return elapsed, usage.ru_maxrss * 1024
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
 
 def commands(args: argparse.Namespace, copy: Path, variant: str, mode: str) -> list[str]:
@@ -161,13 +166,17 @@ def bench(args: argparse.Namespace) -> dict:
             for v in variants:
                 copy = Path(tmp) / "repo"
                 prepare_copy(repo, copy, args.git, args.drop_promisor)
-                seconds, rss = timed(commands(args, copy, v.name, v.mode))
+                seconds, cpu, rss = timed(commands(args, copy, v.name, v.mode))
                 size, objects = pack_totals(copy, TMP_PACK if v.name == "git" and args.git_pack_objects else "pack-")
                 if i == 0 and args.fsck:
                     subprocess.run([args.git, "-C", str(copy), "fsck", "--full", "--no-dangling"], check=True)
-                v.runs.append(Run(seconds, rss, size, objects))
+                v.runs.append(Run(seconds, cpu, rss, size, objects))
                 shutil.rmtree(copy)
-                print(f"  run {i + 1} {v.mode:5} {v.name:14} {seconds:7.2f} s  {mib(rss):>10}  {mib(size)}", flush=True)
+                print(
+                    f"  run {i + 1} {v.mode:5} {v.name:14} {seconds:7.2f} s (cpu {cpu:7.2f} s) "
+                    f"{mib(rss):>10}  {mib(size)}",
+                    flush=True,
+                )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for mode in args.modes:
         rows = [v for v in variants if v.mode == mode]
@@ -175,12 +184,16 @@ def bench(args: argparse.Namespace) -> dict:
         git_side = "git pack-objects" if args.git_pack_objects else "git repack -ad"
         label = f"{git_side} / packorder repack" if mode == "reuse" else f"{git_side} (-f) / packorder repack -f"
         print(f"\n### {mode}: {label}")
-        print("| tool | median wall | ratio to git | peak RSS | RSS ratio | pack size | size ratio | objects |")
-        print("|---|---|---|---|---|---|---|---|")
+        print(
+            "| tool | median wall | ratio to git | median CPU | CPU ratio | peak RSS | RSS ratio "
+            "| pack size | size ratio | objects |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for v in rows:
             size = v.runs[0].pack_bytes
             print(
-                f"| {v.name} | {v.median:.2f} s | {v.median / base.median:.2f} | {mib(v.rss)} | "
+                f"| {v.name} | {v.median:.2f} s | {v.median / base.median:.2f} | {v.cpu:.2f} s | "
+                f"{v.cpu / base.cpu:.2f} | {mib(v.rss)} | "
                 f"{v.rss / base.rss:.2f} | {mib(size)} ({size}) | {size / base.runs[0].pack_bytes:.4f} | "
                 f"{v.runs[0].objects} |"
             )
