@@ -5,19 +5,25 @@
 //! bytes meaning 0x10000) and insert opcodes (1..=127 literal bytes follow).
 //!
 //! The index records, for every `BLOCK`-byte block of the base starting at a multiple of
-//! `STRIDE`, its position under a hash of its bytes. A block equal to the block just before it
-//! is left out (in a run of repeated data, the first block reaches the whole run by extending
-//! forward), and a bucket holding more than `BUCKET_LIMIT` blocks keeps an evenly spread subset
-//! of them, so repetitive bases cannot make encoding quadratic.
+//! `STRIDE`, its position under a hash of its bytes, and sets a presence bit for that hash
+//! (eight bits a bucket), so that most positions of a target without a match cost one load.
+//! A block equal to the block just before it is left out (in a run of repeated data, the
+//! first block reaches the whole run by extending forward), and a bucket holding more than
+//! `BUCKET_LIMIT` blocks keeps an evenly spread subset of them, so repetitive bases cannot
+//! make encoding quadratic.
 //!
-//! Encoding walks the target one byte at a time. At each position it hashes the next `BLOCK`
-//! bytes (two 8-byte loads and two multiplications; no rolling hash is needed) and looks at
-//! the blocks of that bucket whose bytes are equal. Each such block is extended forward as far
-//! as base and target agree, and backward over the literal bytes not yet emitted; the longest
-//! match (the first one of at least `GOOD_ENOUGH` bytes ends the search) becomes copy opcodes
-//! of at most 0x10000 bytes each and the scan resumes after it. Positions without a match
-//! become literal bytes, emitted in insert opcodes of at most 127 bytes. Any common run of
-//! `BLOCK + STRIDE - 1` bytes or more contains an indexed block and is found.
+//! Encoding walks the target. At a position it hashes the next `BLOCK` bytes (two 8-byte
+//! loads and one wide multiplication; no rolling hash is needed) and looks at the blocks of
+//! that bucket whose bytes are equal. Each is extended forward as far as base and target
+//! agree, and backward over the literal bytes not yet emitted; the longest match (the first
+//! of at least `GOOD_ENOUGH` bytes ends the search) becomes copy opcodes of at most 0x10000
+//! bytes each. Right after a copy (and at the start), the next copy is sought as the longest
+//! match that starts exactly where the copy ended, among the blocks that overlap the bytes
+//! just copied and the block starting there: a copy can so switch to another part of the base
+//! after as few as `MIN_MATCH` new bytes, without literals between. When none is found, the
+//! walk goes on one byte at a time, the bytes passed becoming literals (insert opcodes of at
+//! most 127 bytes) unless the next match's backward extension takes them. Any common run of
+//! `BLOCK + STRIDE - 1` bytes or more contains an indexed block, so it is seen.
 //!
 //! `max_size` bounds the delta's length: encoding stops and returns `None` as soon as the
 //! delta is certain to exceed it. Bytes waiting to be emitted as literals count towards that
@@ -260,11 +266,12 @@ impl DeltaIndex {
         self.heads.len() * 4 + self.entries.len() * 8 + self.bits.len() * 8
     }
 
-    /// The longest match through the block of the target starting at `i` (which must have
-    /// `BLOCK` bytes), counting only bytes from `lit` on: extended backward down to `lit` when
-    /// the block starts there or later, cut at `lit` when it overlaps bytes already emitted.
+    /// The longest match longer than `beat` bytes through the block of the target starting at
+    /// `i` (which must have `BLOCK` bytes), counting only bytes from `lit` on: extended
+    /// backward down to `lit` when the block starts there or later, cut at `lit` when it
+    /// overlaps bytes already emitted. A match of length 0 when there is none.
     #[inline(always)]
-    fn match_at(&self, base: &[u8], target: &[u8], i: usize, lit: usize) -> Match {
+    fn match_at(&self, base: &[u8], target: &[u8], i: usize, lit: usize, beat: usize) -> Match {
         let (lo, hi) = (load(target, i), load(target, i + 8));
         let h = block_hash(lo, hi);
         let bit = (h >> self.bit_shift) as usize;
@@ -273,7 +280,7 @@ impl DeltaIndex {
         }
         let b = (h >> self.shift) as usize;
         let bucket = &self.entries[self.heads[b] as usize..self.heads[b + 1] as usize];
-        let mut best = Match::default();
+        let mut best = Match { at: 0, from: 0, len: beat };
         for &e in bucket {
             if (e ^ (h << 32)) >> 32 != 0 {
                 continue;
@@ -282,23 +289,34 @@ impl DeltaIndex {
             if load(base, p) != lo || load(base, p + 8) != hi {
                 continue;
             }
-            let fwd = BLOCK + common_prefix(&base[p + BLOCK..], &target[i + BLOCK..]);
-            let m = if i >= lit {
+            // The match is `fwd` bytes from i, plus `back` bytes before i, minus `skip` bytes
+            // already emitted. To beat the best it must reach byte `need`: test that first.
+            let (back, skip) = if i >= lit {
                 let reach = p.min(i - lit);
-                let back = common_suffix(&base[p - reach..p], &target[i - reach..i]);
-                Match { at: i - back, from: p - back, len: fwd + back }
+                (common_suffix(&base[p - reach..p], &target[i - reach..i]), 0)
             } else {
-                let skip = lit - i;
-                Match { at: lit, from: p + skip, len: fwd - skip }
+                (0, lit - i)
             };
-            if m.len > best.len {
-                best = m;
-                if best.len >= GOOD_ENOUGH {
+            let need = (best.len + skip).saturating_sub(back);
+            if need >= BLOCK
+                && (i + need >= target.len() || p + need >= base.len() || target[i + need] != base[p + need])
+            {
+                continue;
+            }
+            let fwd = BLOCK + common_prefix(&base[p + BLOCK..], &target[i + BLOCK..]);
+            let len = fwd + back - skip;
+            if len > best.len {
+                best = Match { at: i + skip - back, from: p + skip - back, len };
+                if len >= GOOD_ENOUGH {
                     break;
                 }
             }
         }
-        best
+        if best.len == beat {
+            Match::default()
+        } else {
+            best
+        }
     }
 
     /// A delta turning `base` (the bytes this index was built from) into `target`, or `None`
@@ -331,7 +349,7 @@ impl DeltaIndex {
                     let end = lit.min(last);
                     let mut best = Match::default();
                     for w in i..=end {
-                        let m = self.match_at(base, target, w, lit);
+                        let m = self.match_at(base, target, w, lit, best.len.max(MIN_MATCH - 1));
                         if m.len > best.len {
                             best = m;
                             if best.len >= GOOD_ENOUGH {
@@ -342,7 +360,7 @@ impl DeltaIndex {
                     i = end;
                     best
                 } else {
-                    self.match_at(base, target, i, lit)
+                    self.match_at(base, target, i, lit, 0)
                 };
                 if m.len < MIN_MATCH {
                     i += 1;
