@@ -256,6 +256,166 @@ def interleaved_recent_families(objs: OrderInput) -> np.ndarray:
     return w.result()
 
 
+def chain_depths(base: np.ndarray) -> np.ndarray:
+    """The number of delta links from each object down to its chain root (0 for a root)."""
+    depth = np.zeros(len(base), dtype=np.int64)
+    cur = base.copy()
+    active = np.flatnonzero(cur >= 0)
+    while len(active):
+        depth[active] += 1
+        cur[active] = base[cur[active]]
+        active = active[cur[active] >= 0]
+        if len(active) and depth[active[0]] > len(base):
+            raise ValueError("delta cycle")
+    return depth
+
+
+def depth_first_positions(base: np.ndarray) -> np.ndarray:
+    """Each object's place in a depth-first preorder walk of its delta family (the root 0, each
+    child right after its parent's earlier children's whole subtrees, children in discovery
+    order). Computed a chain level at a time, so the cost grows with the chain depth, not
+    with the number of objects handled in Python."""
+    n = len(base)
+    depth = chain_depths(base)
+    by_level = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
+    size = np.ones(n, dtype=np.int64)  # objects in each subtree
+    for d in range(len(bounds) - 2, 0, -1):
+        level = by_level[bounds[d] : bounds[d + 1]]
+        np.add.at(size, base[level], size[level])
+    start, child = children_lists(base)
+    before = np.cumsum(size[child]) - size[child]  # subtree sizes of earlier children, all parents
+    group = np.repeat(np.arange(n), np.diff(start))  # the parent of each entry of `child`
+    offset = np.zeros(n, dtype=np.int64)
+    offset[child] = before - before[start[group]]
+    position = np.zeros(n, dtype=np.int64)
+    for d in range(1, len(bounds) - 1):
+        level = by_level[bounds[d] : bounds[d + 1]]
+        position[level] = position[base[level]] + 1 + offset[level]
+    return position
+
+
+def _depth_first_families(w: _Writer, objs: OrderInput, rest: np.ndarray) -> None:
+    """Like `_families` (families in the order of their first member not yet written), but each
+    family written depth first: a delta's own deltas right after it. `git index-pack` resolves
+    a family in that order (children in pack order, each child's subtree before the next), so
+    it then reads a family front to back instead of jumping between sibling groups."""
+    waiting = rest[~w.filled[rest]]
+    if not len(waiting):
+        return
+    roots = delta_roots(objs.base)
+    first_roots = roots[waiting]
+    _, first = np.unique(first_roots, return_index=True)
+    family_rank = np.full(objs.count, -1, dtype=np.int64)
+    family_rank[first_roots[np.sort(first)]] = np.arange(len(first))
+    members = np.flatnonzero(family_rank[roots] >= 0)
+    members = members[~w.filled[members]]
+    key = family_rank[roots[members]] * (objs.count + 1) + depth_first_positions(objs.base)[members]
+    w.add(members[np.argsort(key, kind="stable")])
+
+
+def _history_phases(objs: OrderInput, tags_midway: bool = False) -> _Writer:
+    """Commits in walk order, each followed by the trees it introduces; tag tips (only the tips
+    themselves) together where Git puts them (or halfway through the commits); a tagged
+    commit's trees stay where the commit comes in the walk; then the trees no commit
+    introduces."""
+    kinds, n = objs.kinds, objs.count
+    start, trees = _introduced_trees(objs)
+    w = _Writer(n)
+    tagged_at = np.flatnonzero(objs.tagged)
+    commits = np.flatnonzero(kinds == COMMIT)
+    if tags_midway:
+        split = int(commits[len(commits) // 2]) if len(commits) else n
+    else:
+        split = int(tagged_at[0]) if len(tagged_at) else n
+    before = np.arange(split)
+    first = _with_trees(before[kinds[before] == COMMIT], start, trees)
+    w.add(first[~objs.tagged[first] | (kinds[first] != COMMIT)])  # tagged commits: with the tips
+    w.add(before[(kinds[before] != COMMIT) & ~objs.tagged[before]])
+    w.add(tagged_at)
+    # Tagged commits are written already: `add` skips them and keeps their trees here.
+    w.add(_with_trees(commits[commits >= split], start, trees))
+    w.add(np.flatnonzero(kinds == TAG))
+    w.add(np.flatnonzero(kinds == TREE))
+    return w
+
+
+def history(objs: OrderInput) -> np.ndarray:
+    """The layout kept from the search (docs/locality.md): tag tips together as Git writes them,
+    but only the tips; every commit in walk order immediately followed by the trees it
+    introduces, a tagged commit's trees included (at the commit's place in the walk, so the
+    tag tips region stays small and pulls no delta bases into it); then the trees no commit
+    introduces; then blobs by delta family as in recency, each family depth first.
+
+    `git log -- PATH` and `git blame` read a commit and its trees from one place; `git log`
+    reads commits spread over the commit and tree bytes (twice recency's span); index-pack
+    reads each blob family front to back."""
+    w = _history_phases(objs)
+    _depth_first_families(w, objs, np.arange(objs.count))
+    return w.result()
+
+
+def history_tags_midway(objs: OrderInput) -> np.ndarray:
+    """`history` with the tag tips written halfway through the commits instead of at the
+    first tag tip: `git log` then finds a tagged commit within reach from both halves of
+    history, but a fetch's walk from the tags starts far from the recent commits."""
+    w = _history_phases(objs, tags_midway=True)
+    _depth_first_families(w, objs, np.arange(objs.count))
+    return w.result()
+
+
+def recency_depth_first(objs: OrderInput) -> np.ndarray:
+    """Recency with each blob family written depth first instead of by sibling groups: the
+    same regions, with index-pack reading every family in pack order."""
+    kinds = objs.kinds
+    if np.isin(kinds, (OFS_DELTA, REF_DELTA)).any():
+        raise ValueError("recency order takes real object types")
+    n = objs.count
+    w = _Writer(n)
+    tagged_at = np.flatnonzero(objs.tagged)
+    last_untagged = int(tagged_at[0]) if len(tagged_at) else n
+    w.add(np.arange(last_untagged))
+    w.add(tagged_at)
+    rest = np.arange(last_untagged, n)
+    w.add(rest[(kinds[rest] == COMMIT) | (kinds[rest] == TAG)])
+    w.add(rest[kinds[rest] == TREE])
+    _depth_first_families(w, objs, rest)
+    return w.result()
+
+
+def trees_first(objs: OrderInput) -> np.ndarray:
+    """`history` with each commit written after the trees it introduces instead of before
+    them: a candidate to see whether the direction of the commit-to-tree step matters."""
+    kinds, n = objs.kinds, objs.count
+    start, trees = _introduced_trees(objs)
+    w = _Writer(n)
+    tagged_at = np.flatnonzero(objs.tagged)
+    split = int(tagged_at[0]) if len(tagged_at) else n
+    commits = np.flatnonzero(kinds == COMMIT)
+
+    def trees_then_commits(items: np.ndarray) -> np.ndarray:
+        lengths = start[items + 1] - start[items] + 1
+        group = np.repeat(np.arange(len(items)), lengths)
+        is_commit = np.arange(len(group)) == np.repeat(np.cumsum(lengths) - lengths, lengths)
+        # Each group [commit, trees...] becomes [trees..., commit] (lexsort is stable).
+        return _with_trees(items, start, trees)[np.lexsort((is_commit, group))]
+
+    before = commits[commits < split]
+    w.add(trees_then_commits(before))
+    w.add(np.arange(split)[kinds[:split] != COMMIT])
+    w.add(tagged_at)
+    w.add(trees_then_commits(commits[commits >= split]))
+    w.add(np.flatnonzero(kinds == TAG))
+    w.add(np.flatnonzero(kinds == TREE))
+    _depth_first_families(w, objs, np.arange(n))
+    return w.result()
+
+
+def windowed_wide(objs: OrderInput) -> np.ndarray:
+    """`windowed` with groups of 256 commits: does the grain of the interleaving matter?"""
+    return windowed(objs, 256)
+
+
 def bases_first(order: np.ndarray, base: np.ndarray) -> np.ndarray:
     """`order`, with each delta's base moved just before the delta if it came later (Git's
     write_one). Chains are followed to their root, so OFS_DELTA offsets always point back."""
@@ -285,4 +445,9 @@ ORDERS: dict[str, OrderSpec] = {
     "interleaved-recent": OrderSpec(
         interleaved_recent_families, True, "interleaved, delta families ordered by their newest commit"
     ),
+    "windowed-256": OrderSpec(windowed_wide, True, "interleaved by windows of 256 commits"),
+    "history": OrderSpec(history, True, "tag tips alone, each commit followed by its trees, blob families depth first"),
+    "history-tags-midway": OrderSpec(history_tags_midway, True, "history, tag tips halfway through the commits"),
+    "trees-first": OrderSpec(trees_first, True, "history, each commit after the trees it introduces"),
+    "recency-dfs": OrderSpec(recency_depth_first, False, "recency, blob families depth first"),
 }

@@ -1,0 +1,204 @@
+"""The orders added by the locality search (history, history-tags-midway, trees-first,
+recency-dfs, windowed-256): what each writes, checked on a generated repository's real object
+table, and the depth-first family walk they share."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from layered import build
+
+from packorder import deltas
+from packorder import order as order_mod
+from packorder.order import BLOB, COMMIT, TREE, OrderInput
+from packorder.repo import enumerate_objects, introducing_commits, open_repository
+
+NEW = ["history", "history-tags-midway", "trees-first", "recency-dfs", "windowed-256"]
+
+
+@pytest.fixture(scope="module")
+def objs(tmp_path_factory: pytest.TempPathFactory) -> OrderInput:
+    repo = build(tmp_path_factory.mktemp("orders") / "repo")
+    opened = open_repository(repo.path)
+    table = enumerate_objects(opened)
+    choice = deltas.reuse(opened, table, 50)
+    intro = introducing_commits(opened, table)
+    assert (choice.base >= 0).sum() > 300 and table.tagged.sum() >= 8
+    return OrderInput(table.kinds, table.tagged, choice.base, None, intro)
+
+
+def without_deltas(objs: OrderInput) -> OrderInput:
+    return OrderInput(objs.kinds, objs.tagged, np.full(objs.count, -1), None, objs.intro)
+
+
+def written(name: str, objs: OrderInput) -> np.ndarray:
+    out = order_mod.bases_first(order_mod.ORDERS[name].fn(objs), objs.base)
+    assert sorted(out.tolist()) == list(range(objs.count)), "not a permutation"
+    return out
+
+
+def positions(out: np.ndarray) -> np.ndarray:
+    pos = np.empty(len(out), dtype=np.int64)
+    pos[out] = np.arange(len(out))
+    return pos
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_every_delta_comes_after_its_base(name: str, objs: OrderInput) -> None:
+    pos = positions(written(name, objs))
+    deltas_at = np.flatnonzero(objs.base >= 0)
+    assert np.all(pos[objs.base[deltas_at]] < pos[deltas_at])
+
+
+@pytest.mark.parametrize("name", ["history", "history-tags-midway", "trees-first"])
+def test_tag_tips_are_contiguous(name: str, objs: OrderInput) -> None:
+    pos = np.sort(positions(written(name, objs))[np.flatnonzero(objs.tagged)])
+    assert pos[-1] - pos[0] == len(pos) - 1
+
+
+def test_history_writes_each_commit_then_the_trees_it_introduces(objs: OrderInput) -> None:
+    plain = without_deltas(objs)
+    out = written("history", plain)
+    kinds, intro = plain.kinds, plain.intro
+    assert intro is not None
+    commits = np.flatnonzero(kinds == COMMIT)  # walk order
+    introduced = {int(c): np.flatnonzero((intro == c) & (kinds == TREE)).tolist() for c in commits}
+    pos = positions(out)
+    for c in commits:
+        if plain.tagged[c]:
+            continue
+        after = out[pos[c] + 1 : pos[c] + 1 + len(introduced[int(c)])].tolist()
+        assert after == introduced[int(c)], f"commit {c}"
+    # A tagged commit stands with the tag tips; its trees keep the commit's place in the walk:
+    # right before the next commit's group.
+    for at, c in enumerate(commits[:-1]):
+        if plain.tagged[c] and introduced[int(c)]:
+            following = commits[at + 1]
+            if not plain.tagged[following]:
+                trees = introduced[int(c)]
+                assert out[pos[following] - len(trees) : pos[following]].tolist() == trees
+    # Then the remaining trees, then the blobs.
+    assert np.all(kinds[out[-np.count_nonzero(kinds == BLOB) :]] == BLOB)
+
+
+def test_history_with_deltas_keeps_trees_after_their_commit(objs: OrderInput) -> None:
+    """With reused deltas, a tree's base may be pulled ahead of it (bases first), but every
+    tree still follows the commit that introduces it, and no later commit comes between."""
+    out = written("history", objs)
+    pos = positions(out)
+    kinds, intro = objs.kinds, objs.intro
+    assert intro is not None
+    commit_pos = np.sort(pos[kinds == COMMIT])
+    trees = np.flatnonzero((kinds == TREE) & (intro >= 0) & ~objs.tagged[np.maximum(intro, 0)])
+    owner = intro[trees]
+    assert np.all(pos[trees] > pos[owner])
+    next_commit = commit_pos[np.searchsorted(commit_pos, pos[owner], side="right").clip(max=len(commit_pos) - 1)]
+    last = next_commit == commit_pos[-1]
+    assert np.all((pos[trees] < next_commit) | last)
+
+
+def test_history_writes_blob_families_depth_first(objs: OrderInput) -> None:
+    out = written("history", objs)
+    pos = positions(out)
+    blobs = np.flatnonzero(objs.kinds == BLOB)
+    start, child = order_mod.children_lists(objs.base)
+    size = np.ones(objs.count, dtype=np.int64)
+    for d in np.argsort(-order_mod.chain_depths(objs.base)):
+        if objs.base[d] >= 0:
+            size[objs.base[d]] += size[d]
+    for b in blobs:
+        # A subtree occupies the places right after its root.
+        members = out[pos[b] : pos[b] + size[b]]
+        assert np.all(np.isin(order_mod.delta_roots(objs.base)[members], order_mod.delta_roots(objs.base)[b]))
+        kids = child[start[b] : start[b + 1]]
+        if len(kids):
+            assert pos[kids[0]] == pos[b] + 1
+            assert np.all(np.diff(pos[kids]) == size[kids[:-1]])
+
+
+def test_recency_dfs_differs_from_recency_only_inside_blob_families(objs: OrderInput) -> None:
+    a, b = written("recency", objs), written("recency-dfs", objs)
+    blob_at = int(np.argmax(objs.kinds[a] == BLOB))
+    assert np.array_equal(a[:blob_at], b[:blob_at])
+    roots = order_mod.delta_roots(objs.base)
+    # The same families in the same order, each from its root.
+    firsts = [r for i, r in enumerate(roots[a[blob_at:]].tolist()) if i == 0 or r != roots[a[blob_at + i - 1]]]
+    assert firsts == [r for i, r in enumerate(roots[b[blob_at:]].tolist()) if i == 0 or r != roots[b[blob_at + i - 1]]]
+
+
+def test_trees_first_puts_each_commit_after_its_trees(objs: OrderInput) -> None:
+    plain = without_deltas(objs)
+    out = written("trees-first", plain)
+    pos = positions(out)
+    assert plain.intro is not None
+    for c in np.flatnonzero((plain.kinds == COMMIT) & ~plain.tagged):
+        trees = np.flatnonzero((plain.intro == c) & (plain.kinds == TREE))
+        assert out[pos[c] - len(trees) : pos[c]].tolist() == trees.tolist()
+
+
+def test_new_orders_need_introducing_commits(objs: OrderInput) -> None:
+    for name in ["history", "history-tags-midway", "trees-first", "windowed-256"]:
+        assert order_mod.ORDERS[name].needs_intro
+        with pytest.raises(ValueError, match="introducing commit"):
+            order_mod.ORDERS[name].fn(OrderInput(objs.kinds, objs.tagged, objs.base))
+    assert not order_mod.ORDERS["recency-dfs"].needs_intro
+
+
+def reference_preorder(base: list[int]) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for i, b in enumerate(base):
+        if b >= 0:
+            kids.setdefault(b, []).append(i)
+    place = [0] * len(base)
+
+    def walk(node: int, at: int) -> int:
+        place[node] = at
+        at += 1
+        for k in kids.get(node, []):
+            at = walk(k, at)
+        return at
+
+    for i, b in enumerate(base):
+        if b < 0:
+            walk(i, 0)
+    return place
+
+
+@st.composite
+def forests(draw: st.DrawFn) -> list[int]:
+    n = draw(st.integers(min_value=0, max_value=60))
+    labels = draw(st.permutations(list(range(n))))
+    base = [-1] * n
+    for i in range(1, n):
+        if draw(st.booleans()):
+            base[labels[i]] = labels[draw(st.integers(min_value=0, max_value=i - 1))]
+    return base
+
+
+@settings(max_examples=200, deadline=None)
+@given(forests())
+def test_depth_first_positions_match_a_recursive_walk(base: list[int]) -> None:
+    got = order_mod.depth_first_positions(np.array(base, dtype=np.int64)).tolist()
+    assert got == reference_preorder(base)
+
+
+def test_depth_first_positions_on_a_deep_chain() -> None:
+    rng = random.Random(3)
+    n = 5000
+    base = np.array([-1] + [i - 1 if rng.random() < 0.9 else rng.randrange(i) for i in range(1, n)], dtype=np.int64)
+    assert order_mod.depth_first_positions(base).tolist() == reference_preorder(base.tolist())
+
+
+def test_the_depth_first_writer_skips_what_is_written(tmp_path: Path) -> None:
+    # Families whose root is already written still get their other members, root first order kept.
+    base = np.array([-1, 0, 0, 1, -1, 4], dtype=np.int64)
+    objs = OrderInput(np.full(6, BLOB, dtype=np.uint8), np.zeros(6, dtype=bool), base)
+    w = order_mod._Writer(6)
+    w.add(np.array([0, 4]))
+    order_mod._depth_first_families(w, objs, np.arange(6))
+    assert w.result().tolist() == [0, 4, 1, 3, 2, 5]
