@@ -6,15 +6,18 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from packorder.errors import UsageError
+from packorder.format.layout import PackLayout
 from packorder.gitcmd import find_git_dir, git_env, read_config
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze, runner, workloads
 from packorder.seek.expand import DEFAULT_CACHE_LIMIT, expand
+from packorder.seek.ipmodel import git_threads
 from packorder.seek.result import EXPANDED, RAW, VIEWS, SeekResult
-from packorder.seek.trace import READS
+from packorder.seek.trace import READS, Trace
 from packorder.seek.workloads import WorkloadSpec
 
 DEFAULT_THRESHOLD = 2 << 20
@@ -42,6 +45,17 @@ def describe_view(view: str, source: str, cache_limit: int) -> str:
     return "raw: every entry git index-pack read (strace pread64); nothing to expand"
 
 
+@dataclass
+class Measurement:
+    """A measured workload, with what the simulator needs to re-lay it: the trace (each access
+    located in its pack) and the layouts of the packs it read."""
+
+    result: SeekResult
+    trace: Trace
+    layouts: list[PackLayout]
+    threads: int  # the index-pack threads Git runs with on this repository
+
+
 def seekstats(
     repo: str | os.PathLike[str] | None = None,
     workload: str | WorkloadSpec = "log",
@@ -67,6 +81,38 @@ def seekstats(
     (default: the repository's core.deltaBaseCacheLimit). With `cold`, the workload also runs
     untraced after its packs are dropped from the page cache, then again warm.
     """
+    return measure(
+        repo,
+        workload,
+        path=path,
+        git_args=git_args,
+        git=git,
+        views=views,
+        threshold=threshold,
+        near=near,
+        cache_limit=cache_limit,
+        cold=cold,
+        label=label,
+        progress=progress,
+    ).result
+
+
+def measure(
+    repo: str | os.PathLike[str] | None = None,
+    workload: str | WorkloadSpec = "log",
+    *,
+    path: str | None = None,
+    git_args: Sequence[str] = (),
+    git: str = "git",
+    views: Sequence[str] = VIEWS,
+    threshold: int = DEFAULT_THRESHOLD,
+    near: int = DEFAULT_NEAR,
+    cache_limit: int | None = None,
+    cold: bool = False,
+    label: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> Measurement:
+    """`seekstats`, keeping the located trace and the pack layouts (for the simulator)."""
     unknown = [v for v in views if v not in VIEWS]
     if unknown or not views:
         raise UsageError(f"unknown view {unknown[0] if unknown else '(none)'} (choose raw and/or expanded)")
@@ -101,7 +147,7 @@ def seekstats(
         runner.drop_from_page_cache(work.files)
         cold_seconds = work.timed()
         warm_seconds = work.timed()
-    return SeekResult(
+    result = SeekResult(
         repository=git_dir,
         label=label or label_of(git_dir),
         workload=spec,
@@ -116,3 +162,5 @@ def seekstats(
         cold_seconds=cold_seconds,
         warm_seconds=warm_seconds,
     )
+    threads = config.get_int("pack.threads", 0) or git_threads()
+    return Measurement(result, trace, layouts, threads)

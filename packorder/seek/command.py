@@ -83,6 +83,8 @@ def _size(value: str | None) -> int | None:
 @click.option("--csv", "as_csv", is_flag=True, help="Print the results as CSV, a row per repository and view.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE.png",
               help="Plot the distribution of seek distances, a line per repository.")  # fmt: skip
+@click.option("--simulate-order", "simulate", multiple=True, metavar="ORDER[,ORDER...]",
+              help="Also show the workload re-laid as if REPO were packed in ORDER (no pack written).")  # fmt: skip
 @click.option("-v", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
 @click.option("-q", "quiet", is_flag=True, help="No progress, no note of the chosen path.")
 @click.pass_context
@@ -109,6 +111,7 @@ def _run(
     as_json: bool,
     as_csv: bool,
     plot: Path | None,
+    simulate: tuple[str, ...],
     verbose: bool,
     quiet: bool,
 ) -> None:
@@ -135,26 +138,44 @@ def _run(
         labels = [str(d) for d in git_dirs]
     views = ("raw", "expanded") if view == "both" else (view,)
     show = progress_mod.auto(quiet=quiet, force=verbose)
+    orders = [o.strip() for value in simulate for o in value.split(",") if o.strip()]
+    if simulate and not orders:
+        raise UsageError("--simulate-order needs an order name")
     results = []
+    simulation = None
     try:
-        for where, label in zip(repos, labels, strict=True):
-            results.append(
-                api.seekstats(
-                    where,
-                    spec,
-                    git=git,
-                    views=views,
-                    threshold=_size(threshold) or 0,
-                    near=_size(near) or 0,
-                    cache_limit=_size(cache_limit),
-                    cold=cold,
-                    label=label,
-                    progress=show,
-                )
-            )
+        for at, (where, label) in enumerate(zip(repos, labels, strict=True)):
+            options = {
+                "git": git,
+                "views": views,
+                "threshold": _size(threshold) or 0,
+                "near": _size(near) or 0,
+                "cache_limit": _size(cache_limit),
+                "label": label,
+                "progress": show,
+            }
+            if at == 0 and orders:
+                from packorder.seek.simulator import simulate as simulate_orders
+
+                simulation = simulate_orders(where, spec, orders=orders, cold=cold, **options)
+                results.append(simulation.measured)
+            else:
+                results.append(api.seekstats(where, spec, cold=cold, **options))
     finally:
         if isinstance(show, progress_mod.ProgressLine):
             show.close()
+    if simulation is not None:
+        from packorder.seek import simreport
+
+        if plot is not None:
+            simreport.plot(results, simulation, plot)
+        if as_json:
+            print_json({"measured": results, "simulated": simulation.simulated})
+        elif as_csv:
+            click.echo(simreport.csv_text(results, simulation), nl=False)
+        else:
+            click.echo(simreport.tables(results, simulation), nl=False)
+        return
     if plot is not None:
         from packorder.seek.plot import plot_cdf
 
