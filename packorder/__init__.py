@@ -18,6 +18,7 @@ __all__ = [
     "PackError",
     "RepositoryError",
     "UsageError",
+    "experiment",
     "index_pack",
     "repack",
     "seekstats",
@@ -27,11 +28,13 @@ if TYPE_CHECKING:
     from packorder.indexer import index_pack
     from packorder.repacker import repack
     from packorder.seek.api import seekstats
+    from packorder.study import experiment
 
 # Imported on first use: `packorder index-pack` must not pay for numpy or plotting. (The
 # modules are not named like the functions: importing packorder.repack would rebind
 # `packorder.repack` to the module.)
 _LAZY = {
+    "experiment": "packorder.study",
     "index_pack": "packorder.indexer",
     "repack": "packorder.repacker",
     "seekstats": "packorder.seek.api",

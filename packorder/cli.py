@@ -16,6 +16,7 @@ import click
 from packorder import progress as progress_mod
 from packorder.errors import Interrupted, PackError, UsageError
 from packorder.seek.command import seekstats_cmd
+from packorder.study_command import experiment_cmd
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -173,6 +174,7 @@ def index_pack_cmd(
 
 
 main.add_command(seekstats_cmd)
+main.add_command(experiment_cmd)
 
 
 def _human(n: int) -> str:

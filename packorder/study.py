@@ -1,0 +1,352 @@
+"""`packorder experiment`: copy a repository once per order, repack each copy in its order with
+the same deltas, run every workload on each copy, and report (DESIGN §1, item 4).
+
+Only the order differs between copies: each copy is repacked with its stored deltas reused and
+no delta search (`window=0`), verified by CRC, without a bitmap. Every workload runs with the
+same PATH on every copy (chosen once, on the original). Wall times are medians of `runs`
+untraced runs, cold (the copy's packs dropped from the page cache) then warm, with the orders
+taken in turn within each run. The traces of the first order are also re-laid by the
+simulator on the pack every order would write, and the simulated shares are set beside the
+measured ones: a check of the simulator on real repacks at every experiment.
+
+The original repository is only read: copies go to a work directory (removed at the end
+unless `keep`), the report to the output directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packorder.errors import RepositoryError, UsageError
+from packorder.progress import ProgressCallback
+
+AS_IS = "as-is"  # a copy left as it is: the repository's own packs
+DEFAULT_ORDERS = ("recency", "history")
+DEFAULT_WORKLOADS = ("log", "log-path", "blame", "pack-recent", "index-pack")
+
+Note = Callable[[str], None]
+
+
+@dataclass
+class OrderRun:
+    """One copy: its order, its packs, and every workload measured on it."""
+
+    order: str
+    git_dir: Path  # the copy (removed after the experiment unless kept)
+    pack_bytes: int
+    packs: int
+    objects: int
+    deltas: int  # delta entries (reused ones, in a repacked copy)
+    repack_seconds: float
+    results: list = field(default_factory=list)  # SeekResult per workload, cold/warm = medians
+    cold: dict[str, list[float]] = field(default_factory=dict)  # workload name -> each run
+    warm: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class Agreement:
+    """A measured share of seeks under the threshold beside the simulator's for that order."""
+
+    workload: str
+    view: str
+    order: str
+    measured: float
+    simulated: float
+
+    @property
+    def difference(self) -> float:
+        return self.simulated - self.measured
+
+
+@dataclass
+class ExperimentResult:
+    repository: Path
+    output_dir: Path
+    report: Path
+    plots: list[Path]
+    workloads: list  # WorkloadSpec, paths resolved
+    orders: list[OrderRun]
+    reference: str | None  # the order whose traces the simulator re-laid
+    simulated: list  # SimulatedResult per workload and simulated order
+    agreement: list[Agreement]
+    runs: int
+    threshold: int
+    git_version: str
+    load_before: tuple[float, float, float]
+    load_after: tuple[float, float, float]
+    seconds: float
+    kept: Path | None  # the work directory, when kept
+
+    def run(self, order: str) -> OrderRun:
+        return next(r for r in self.orders if r.order == order)
+
+
+def parse_workloads(items: Sequence[str]) -> list[tuple[str, str | None]]:
+    """'log-path:src/lib' -> ('log-path', 'src/lib'); each workload at most once."""
+    from packorder.seek import workloads
+
+    out: list[tuple[str, str | None]] = []
+    for item in items:
+        name, sep, path = item.partition(":")
+        if name == "custom":
+            raise UsageError("the experiment runs the standard workloads; custom is for seekstats")
+        spec = workloads.spec(name.strip(), path.strip() if sep else None)
+        if any(spec.name == n for n, _ in out):
+            raise UsageError(f"workload {spec.name} given twice")
+        out.append((spec.name, spec.path))
+    if not out:
+        raise UsageError("no workload to run")
+    return out
+
+
+def check_orders(orders: Sequence[str]) -> list[str]:
+    from packorder.order import ORDERS
+
+    if not orders:
+        raise UsageError("no order to compare")
+    for name in orders:
+        if name != AS_IS and name not in ORDERS:
+            raise UsageError(f"unknown order '{name}' (choose from {AS_IS}, {', '.join(ORDERS)})")
+    if len(set(orders)) < len(orders):
+        raise UsageError("an order is given twice")
+    return list(orders)
+
+
+def copy_git_dir(source: Path, target: Path) -> None:
+    """A copy of the git directory (objects, refs, config; no lock files), with relative
+    alternates made absolute so that the copy still finds them."""
+    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns("*.lock"))
+    info = target / "objects" / "info" / "alternates"
+    if info.is_file():
+        lines = []
+        for line in info.read_text().splitlines():
+            stripped = line.strip()
+            if stripped and not stripped.startswith("#") and not os.path.isabs(stripped):
+                line = str((source / "objects" / stripped).resolve())
+            lines.append(line)
+        info.write_text("\n".join(lines) + "\n")
+
+
+def _pack_files(git_dir: Path) -> list[Path]:
+    return sorted((git_dir / "objects" / "pack").glob("*.pack"))
+
+
+def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | None) -> OrderRun:
+    from packorder.repacker import repack
+
+    target = work / f"{order}.git"
+    if progress is not None:
+        progress(f"Copying the repository for {order}", 0, 1)
+    copy_git_dir(source, target)
+    if progress is not None:
+        progress(f"Copying the repository for {order}", 1, 1)
+    if order == AS_IS:
+        from packorder.format.layout import load
+
+        layouts = [load(p) for p in _pack_files(target) if p.with_suffix(".idx").is_file()]
+        size = sum(layout.pack_path.stat().st_size for layout in layouts)
+        deltas = sum(int(layout.is_delta.sum()) for layout in layouts)
+        return OrderRun(order, target, size, len(layouts), sum(x.count for x in layouts), deltas, 0.0)
+    result = repack(target, order=order, window=0, verify="crc", write_bitmap=False, progress=progress)
+    return OrderRun(
+        order,
+        target,
+        result.pack_bytes,
+        len(result.packs),
+        result.objects,
+        result.reused_deltas,
+        result.seconds.get("total", 0.0),
+    )
+
+
+def _time(runs: list[OrderRun], specs: list, rounds: int, git: str, cache_limit: int | None, note: Note) -> None:
+    """Cold and warm wall times, untraced: each round runs every workload on every copy, the
+    copies in turn (a different one first each round)."""
+    from packorder.gitcmd import read_config
+    from packorder.seek import runner, workloads
+    from packorder.seek.expand import DEFAULT_CACHE_LIMIT
+
+    built = {}
+    for run in runs:
+        config = read_config(run.git_dir)
+        limit = cache_limit or config.get_int("core.deltaBaseCacheLimit", DEFAULT_CACHE_LIMIT)
+        for spec in specs:
+            built[run.order, spec.name] = workloads.build(spec, run.git_dir, git, config, limit, run.git_dir)
+    for round_ in range(rounds):
+        note(f"timing round {round_ + 1} of {rounds}")
+        for spec in specs:
+            for k in range(len(runs)):
+                run = runs[(k + round_) % len(runs)]
+                work = built[run.order, spec.name]
+                runner.drop_from_page_cache(work.files)
+                run.cold.setdefault(spec.name, []).append(work.timed())
+                run.warm.setdefault(spec.name, []).append(work.timed())
+    for run in runs:
+        for result in run.results:
+            name = result.workload.name
+            result.cold_seconds = statistics.median(run.cold[name])
+            result.warm_seconds = statistics.median(run.warm[name])
+
+
+def _simulate(
+    runs: list[OrderRun],
+    measurements: dict[str, dict],
+    specs: list,
+    extra: Sequence[str],
+    threshold: int,
+    near: int,
+    progress: ProgressCallback | None,
+) -> tuple[str | None, list, list[Agreement]]:
+    """Re-lay the first repacked copy's traces on every order's planned pack."""
+    from packorder.seek.simulator import plan, simulate_views
+
+    real = [r for r in runs if r.order != AS_IS]
+    if not real:
+        return None, [], []
+    reference = real[0]
+    names = list(dict.fromkeys([r.order for r in real] + list(extra)))
+    planned = plan(reference.git_dir, names, progress)
+    simulated = []
+    agreement = []
+    for spec in specs:
+        measured = measurements[reference.order][spec.name]
+        for pack in planned:
+            sim = simulate_views(measured, pack, threshold=threshold, near=near)
+            simulated.append(sim)
+            run = next((r for r in real if r.order == pack.order), None)
+            if run is None:
+                continue
+            result = next(x for x in run.results if x.workload.name == spec.name)
+            for view in sim.views:
+                got = result.view(view.view)
+                if got is not None and got.below_threshold is not None and view.below_threshold is not None:
+                    agreement.append(
+                        Agreement(spec.name, view.view, pack.order, got.below_threshold, view.below_threshold)
+                    )
+    return reference.order, simulated, agreement
+
+
+def experiment(
+    repo: str | os.PathLike[str] | None = None,
+    *,
+    orders: Sequence[str] = DEFAULT_ORDERS,
+    workloads: Sequence[str] = DEFAULT_WORKLOADS,
+    output_dir: str | os.PathLike[str] = "packorder-experiment",
+    runs: int = 3,
+    simulate: Sequence[str] = (),
+    git: str = "git",
+    threshold: int = 2 << 20,
+    near: int = 4 << 10,
+    cache_limit: int | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    keep: bool = False,
+    command: str | None = None,
+    progress: ProgressCallback | None = None,
+    note: Note | None = None,
+) -> ExperimentResult:
+    """Copy the repository once per order, repack each copy in its order reusing its deltas,
+    run each workload ('name' or 'name:PATH') on every copy, and write `output_dir`/report.md
+    with tables, pack sizes, cold and warm times, plots, and the simulator's check; `simulate`
+    names more orders to simulate only (from the first order's traces). Returns what was
+    measured; raises PackError subclasses. `note` receives one-line messages (chosen paths,
+    steps); `command` is quoted in the report."""
+    from packorder.gitcmd import find_git_dir
+    from packorder.seek import api
+    from packorder.seek import workloads as workloads_mod
+    from packorder.seek.runner import check_program
+    from packorder.study_report import write_report
+
+    started = time.perf_counter()
+    say = note or (lambda _message: None)
+    orders = check_orders(orders)
+    wanted = parse_workloads(workloads)
+    extra = [o for o in check_orders(simulate) if o != AS_IS] if simulate else []
+    if runs < 0:
+        raise UsageError("--runs takes a number of runs, 0 for none")
+    if threshold <= 0 or near < 0:
+        raise UsageError("the threshold must be positive and the near distance not negative")
+    source = find_git_dir(repo)
+    git_path = check_program(git, "the git binary to run workloads with (--git)")
+    out = Path(output_dir)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: not a directory")
+    if work_dir is not None and Path(work_dir).exists() and not Path(work_dir).is_dir():
+        raise UsageError(f"{work_dir}: not a directory")
+    specs = []
+    for name, path in wanted:
+        spec, choice = workloads_mod.resolve(workloads_mod.spec(name, path), source)
+        if choice is not None:
+            say(f"{name}: chose {choice.path} (changed by {choice.commits} of the last {choice.scanned} commits)")
+        specs.append(spec)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{out}: cannot write the report there ({e.strerror})") from None
+    load_before = os.getloadavg()
+    try:
+        if work_dir is not None:
+            Path(work_dir).mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="packorder-experiment-", dir=work_dir))
+    except OSError as e:
+        raise UsageError(f"{work_dir}: cannot make a work directory there ({e.strerror})") from None
+    try:
+        order_runs = []
+        measurements: dict[str, dict] = {}
+        for order in orders:
+            run = _prepare(order, source, work, progress)
+            say(f"{order}: {run.pack_bytes:,} bytes in {run.packs} pack(s)")
+            measurements[order] = {}
+            for spec in specs:
+                measured = api.measure(
+                    run.git_dir,
+                    spec,
+                    git=git_path,
+                    threshold=threshold,
+                    near=near,
+                    cache_limit=cache_limit,
+                    label=order,
+                    progress=progress,
+                )
+                measurements[order][spec.name] = measured
+                run.results.append(measured.result)
+            order_runs.append(run)
+        if runs:
+            _time(order_runs, specs, runs, git_path, cache_limit, say)
+        say("simulating")
+        reference, simulated, agreement = _simulate(order_runs, measurements, specs, extra, threshold, near, progress)
+        result = ExperimentResult(
+            repository=source,
+            output_dir=out,
+            report=out / "report.md",
+            plots=[],
+            workloads=specs,
+            orders=order_runs,
+            reference=reference,
+            simulated=simulated,
+            agreement=agreement,
+            runs=runs,
+            threshold=threshold,
+            git_version=api.git_version(git_path),
+            load_before=load_before,
+            load_after=os.getloadavg(),
+            seconds=0.0,
+            kept=work if keep else None,
+        )
+        result.seconds = time.perf_counter() - started
+        try:
+            write_report(result, command)
+        except OSError as e:
+            raise RepositoryError(f"cannot write the report in {out}: {e.strerror}") from None
+    finally:
+        if not keep:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(work)
+    return result
