@@ -20,9 +20,8 @@
 //! big_threshold).
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -32,6 +31,7 @@ use crate::error::{PackError, Result};
 use crate::hash::object_id;
 use crate::inflate::Inflater;
 use crate::progress::Progress;
+use crate::retain::{Base, Gate, KeptBases, Ticket};
 use crate::source::PackFile;
 use crate::table::{ref_children, Table};
 
@@ -88,116 +88,6 @@ impl<T: Copy> Disjoint<T> {
     }
 }
 
-struct Base {
-    entry: u32,
-    kind: u8,
-    /// Size of the object (its data, once materialized).
-    size: u64,
-    parent: Option<Arc<Base>>,
-    data: Mutex<Option<Arc<Vec<u8>>>>,
-    pending: AtomicU32,
-}
-
-struct KeptBases {
-    budget: u64,
-    used: AtomicU64,
-    peak: AtomicU64,
-    evictions: AtomicU64,
-    /// How many bases hold data now.
-    count: AtomicU64,
-    order: Mutex<VecDeque<Weak<Base>>>,
-}
-
-impl KeptBases {
-    fn keep(&self, base: &Arc<Base>, data: Arc<Vec<u8>>) {
-        // What the data really holds: a reused buffer may have room beyond its length.
-        let len = data.capacity() as u64;
-        {
-            let mut slot = base.data.lock().unwrap_or_else(|e| e.into_inner());
-            if slot.is_some() {
-                return;
-            }
-            *slot = Some(data);
-        }
-        let used = self.used.fetch_add(len, Ordering::Relaxed) + len;
-        self.peak.fetch_max(used, Ordering::Relaxed);
-        let count = self.count.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
-        order.push_back(Arc::downgrade(base));
-        if used > self.budget {
-            self.evict(&mut order, base);
-        }
-        // Released bases leave stale entries behind; sweep them once they dominate.
-        if order.len() as u64 > 2 * count + 4096 {
-            order.retain(|w| {
-                w.upgrade()
-                    .is_some_and(|b| b.data.try_lock().map(|d| d.is_some()).unwrap_or(true))
-            });
-        }
-    }
-
-    /// Drop the oldest kept bases until under budget, sparing `newest`.
-    fn evict(&self, order: &mut VecDeque<Weak<Base>>, newest: &Arc<Base>) {
-        let mut tries = order.len();
-        while self.used.load(Ordering::Relaxed) > self.budget && tries > 0 {
-            tries -= 1;
-            let Some(weak) = order.pop_front() else { break };
-            let Some(b) = weak.upgrade() else { continue };
-            if Arc::ptr_eq(&b, newest) {
-                order.push_back(weak);
-                continue;
-            }
-            // A base being rebuilt right now is busy: leave it for later.
-            let Ok(mut slot) = b.data.try_lock() else {
-                order.push_back(weak);
-                continue;
-            };
-            if let Some(d) = slot.take() {
-                self.used.fetch_sub(d.capacity() as u64, Ordering::Relaxed);
-                self.count.fetch_sub(1, Ordering::Relaxed);
-                self.evictions.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// Evict the oldest kept bases (never `protect`) until `need` more bytes fit in the budget,
-    /// or nothing more can go.
-    fn make_room(&self, need: u64, protect: &Arc<Base>) {
-        let target = self.budget.saturating_sub(need);
-        if self.used.load(Ordering::Relaxed) <= target {
-            return;
-        }
-        let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
-        let mut tries = order.len();
-        while self.used.load(Ordering::Relaxed) > target && tries > 0 {
-            tries -= 1;
-            let Some(weak) = order.pop_front() else { break };
-            let Some(b) = weak.upgrade() else { continue };
-            if Arc::ptr_eq(&b, protect) {
-                order.push_back(weak);
-                continue;
-            }
-            let Ok(mut slot) = b.data.try_lock() else {
-                order.push_back(weak);
-                continue;
-            };
-            if let Some(d) = slot.take() {
-                self.used.fetch_sub(d.capacity() as u64, Ordering::Relaxed);
-                self.count.fetch_sub(1, Ordering::Relaxed);
-                self.evictions.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    fn release(&self, base: &Base) {
-        let taken = base.data.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(d) = taken {
-            self.used.fetch_sub(d.capacity() as u64, Ordering::Relaxed);
-            self.count.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-}
-
 /// Per-thread buffers above this size are freed after use rather than kept for the next.
 const KEEP_BUFFER_LIMIT: usize = 1 << 20;
 
@@ -236,50 +126,6 @@ struct Resolver<'a> {
     resolved: AtomicU64,
     trace: Option<Mutex<Vec<u64>>>,
     gate: Gate,
-}
-
-/// Admission of large objects; see the module comment.
-struct Gate {
-    in_flight: Mutex<u64>,
-    released: Condvar,
-    largest: AtomicU64,
-}
-
-/// A large object's admission, given back when its data is kept or dropped.
-struct Ticket<'a> {
-    gate: &'a Gate,
-    bytes: u64,
-}
-
-impl Drop for Ticket<'_> {
-    fn drop(&mut self) {
-        let mut n = self
-            .gate
-            .in_flight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        *n -= self.bytes;
-        self.gate.released.notify_all();
-    }
-}
-
-impl Gate {
-    fn admit<'a>(&'a self, need: u64, kept: &KeptBases, protect: &Arc<Base>) -> Ticket<'a> {
-        let largest = self.largest.fetch_max(need, Ordering::Relaxed).max(need);
-        kept.make_room(need, protect);
-        let mut n = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            let held = kept.used.load(Ordering::Relaxed) + *n;
-            if *n == 0 || held + need <= kept.budget + largest {
-                *n += need;
-                return Ticket {
-                    gate: self,
-                    bytes: need,
-                };
-            }
-            n = self.released.wait(n).unwrap_or_else(|e| e.into_inner());
-        }
-    }
 }
 
 impl<'a> Resolver<'a> {
@@ -633,14 +479,7 @@ pub fn resolve(
             child_start: &forest.child_start,
             child_list: &forest.child_list,
             refs: &forest.refs,
-            kept: KeptBases {
-                budget: opts.budget,
-                used: AtomicU64::new(0),
-                peak: AtomicU64::new(0),
-                evictions: AtomicU64::new(0),
-                count: AtomicU64::new(0),
-                order: Mutex::new(VecDeque::new()),
-            },
+            kept: KeptBases::new(opts.budget),
             opts,
             progress,
             failure: Mutex::new(None),
@@ -650,11 +489,7 @@ pub fn resolve(
             rebuilds: AtomicU64::new(0),
             resolved: AtomicU64::new(0),
             trace: opts.trace.then(|| Mutex::new(Vec::new())),
-            gate: Gate {
-                in_flight: Mutex::new(0),
-                released: Condvar::new(),
-                largest: AtomicU64::new(0),
-            },
+            gate: Gate::new(),
         };
         pool.install(|| {
             roots
