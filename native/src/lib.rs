@@ -16,6 +16,7 @@ mod py_delta;
 mod py_index;
 mod py_write;
 pub mod resolve;
+mod retain;
 pub mod revlist;
 pub mod scan;
 pub mod source;
@@ -75,15 +76,24 @@ pub(crate) fn to_py_err(e: error::PackError) -> PyErr {
 /// The id of an object of type `kind` (1-4) with content `data`.
 #[pyfunction]
 #[pyo3(signature = (kind, data, detect_collisions=true))]
-fn object_id<'py>(py: Python<'py>, kind: u8, data: &[u8], detect_collisions: bool) -> PyResult<Bound<'py, PyBytes>> {
-    let id = py.detach(|| hash::object_id(kind, data, detect_collisions, 0)).map_err(to_py_err)?;
+fn object_id<'py>(
+    py: Python<'py>,
+    kind: u8,
+    data: &[u8],
+    detect_collisions: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let id = py
+        .detach(|| hash::object_id(kind, data, detect_collisions, 0))
+        .map_err(to_py_err)?;
     Ok(PyBytes::new(py, &id))
 }
 
 /// Apply a Git delta to `base`; raises PackFormatError on a malformed delta.
 #[pyfunction]
 fn apply_delta<'py>(py: Python<'py>, base: &[u8], delta: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-    let out = py.detach(|| delta::apply_delta(base, delta, 0, u64::MAX)).map_err(to_py_err)?;
+    let out = py
+        .detach(|| delta::apply_delta(base, delta, 0, u64::MAX))
+        .map_err(to_py_err)?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -110,7 +120,12 @@ fn parse_entry_header<'py>(
 /// Encode an entry header: the type/size varint, plus the OFS_DELTA distance when given.
 #[pyfunction]
 #[pyo3(signature = (kind, size, ofs_distance=None))]
-fn encode_entry_header<'py>(py: Python<'py>, kind: u8, size: u64, ofs_distance: Option<u64>) -> Bound<'py, PyBytes> {
+fn encode_entry_header<'py>(
+    py: Python<'py>,
+    kind: u8,
+    size: u64,
+    ofs_distance: Option<u64>,
+) -> Bound<'py, PyBytes> {
     let mut out = Vec::with_capacity(20);
     entry::encode_type_size(kind, size, &mut out);
     if let Some(rel) = ofs_distance {
@@ -135,11 +150,14 @@ impl Sha1 {
     fn update(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let buf = pyo3::buffer::PyBuffer::<u8>::get(data)?;
         if !buf.is_c_contiguous() {
-            return Err(pyo3::exceptions::PyValueError::new_err("buffer is not contiguous"));
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "buffer is not contiguous",
+            ));
         }
         // SAFETY: a contiguous buffer of len_bytes() bytes, kept alive and exported (so not
         // resized) by `buf` for the duration of the call.
-        let slice = unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, buf.len_bytes()) };
+        let slice =
+            unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, buf.len_bytes()) };
         py.detach(|| self.0.update(slice));
         Ok(())
     }
@@ -162,7 +180,10 @@ fn read_entry_headers<'py>(
     offsets: &[u8],
     object_sizes: bool,
 ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
-    let offs: Vec<u64> = offsets.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+    let offs: Vec<u64> = offsets
+        .chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect();
     let h = py
         .detach(|| {
             let pack = source::PackFile::open(&path, false)?;
@@ -172,7 +193,11 @@ fn read_entry_headers<'py>(
     let sizes: Vec<u8> = h.sizes.iter().flat_map(|v| v.to_ne_bytes()).collect();
     let bases: Vec<u8> = h.ofs_bases.iter().flat_map(|v| v.to_ne_bytes()).collect();
     let ids: Vec<u8> = h.ref_ids.iter().flatten().copied().collect();
-    let object_sizes: Vec<u8> = h.object_sizes.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let object_sizes: Vec<u8> = h
+        .object_sizes
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
     pyo3::types::PyTuple::new(
         py,
         [
@@ -189,8 +214,17 @@ fn read_entry_headers<'py>(
 /// CRC32 of each byte range `[starts[i], ends[i])` (native u64s) of the file at `path`, as
 /// big-endian u32s: to check a written pack against what the writer meant to write.
 #[pyfunction]
-fn range_crcs<'py>(py: Python<'py>, path: std::path::PathBuf, starts: &[u8], ends: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-    let to_u64 = |b: &[u8]| -> Vec<u64> { b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect() };
+fn range_crcs<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    starts: &[u8],
+    ends: &[u8],
+) -> PyResult<Bound<'py, PyBytes>> {
+    let to_u64 = |b: &[u8]| -> Vec<u64> {
+        b.chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect()
+    };
     let (starts, ends) = (to_u64(starts), to_u64(ends));
     let out = py
         .detach(|| -> error::Result<Vec<u8>> {
@@ -218,7 +252,11 @@ fn range_crcs<'py>(py: Python<'py>, path: std::path::PathBuf, starts: &[u8], end
 
 /// Plain SHA-1 of the first `length` bytes of the file at `path`.
 #[pyfunction]
-fn file_sha1<'py>(py: Python<'py>, path: std::path::PathBuf, length: u64) -> PyResult<Bound<'py, PyBytes>> {
+fn file_sha1<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    length: u64,
+) -> PyResult<Bound<'py, PyBytes>> {
     let sum = py
         .detach(|| -> error::Result<[u8; 20]> {
             let pack = source::PackFile::open(&path, false)?;
@@ -240,12 +278,16 @@ fn file_sha1<'py>(py: Python<'py>, path: std::path::PathBuf, length: u64) -> PyR
 }
 
 fn i64s(b: &[u8]) -> Vec<i64> {
-    b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect()
+    b.chunks_exact(8)
+        .map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
 }
 
 fn check_nodes(values: &[i64], n: usize, what: &str) -> PyResult<()> {
     if values.iter().any(|&v| v < -1 || v >= n as i64) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!("{what} out of range")));
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{what} out of range"
+        )));
     }
     Ok(())
 }
@@ -265,7 +307,9 @@ fn add_families<'py>(
     check_nodes(&roots, n, "root")?;
     check_nodes(&child, n, "child")?;
     if filled.len() != n || start.iter().any(|&s| s < 0 || s as usize > child.len()) {
-        return Err(pyo3::exceptions::PyValueError::new_err("arrays do not describe one forest"));
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "arrays do not describe one forest",
+        ));
     }
     let mut flags: Vec<bool> = filled.iter().map(|&b| b != 0).collect();
     let mut out = Vec::new();
@@ -281,11 +325,18 @@ fn bases_first<'py>(py: Python<'py>, order: &[u8], base: &[u8]) -> PyResult<Boun
     let (order, base) = (i64s(order), i64s(base));
     check_nodes(&base, base.len(), "base")?;
     if order.iter().any(|&v| v < 0 || v as usize >= base.len()) {
-        return Err(pyo3::exceptions::PyValueError::new_err("order out of range"));
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "order out of range",
+        ));
     }
     let out = graph::bases_first(&order, &base)
         .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("delta cycle"))?;
-    Ok(PyBytes::new(py, &out.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>()))
+    Ok(PyBytes::new(
+        py,
+        &out.iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect::<Vec<u8>>(),
+    ))
 }
 
 #[pymodule]
