@@ -105,7 +105,8 @@ def none(table: ObjectTable) -> DeltaChoice:
 
 MIN_DELTA_SIZE = 50  # Git tries no delta for objects smaller than this
 BIG_FILE_THRESHOLD = 512 << 20  # core.bigFileThreshold: larger objects are stored whole
-CHUNKS_PER_THREAD = 4  # more chunks than threads, so that a slow chunk does not hold the rest
+CHUNKS_PER_THREAD = 16  # more chunks than threads, so that a slow chunk does not hold the rest
+OBJECT_WORK = 4096.0  # the work of trying deltas for one object, besides its size, in bytes
 
 
 @dataclass
@@ -187,7 +188,7 @@ def chunk_bounds(kinds: np.ndarray, hashes: np.ndarray, sizes: np.ndarray, threa
     allowed = np.flatnonzero((kinds[1:] != kinds[:-1]) | (hashes[1:] != hashes[:-1]) | (hashes[1:] == 0)) + 1
     if not len(allowed):
         return np.array([0, n], dtype=np.int64)
-    work = np.cumsum(sizes.astype(np.float64) + 256.0)
+    work = np.cumsum(sizes.astype(np.float64) + OBJECT_WORK)
     wanted = np.searchsorted(work, work[-1] * np.arange(1, parts) / parts)
     cuts = allowed[np.minimum(np.searchsorted(allowed, wanted), len(allowed) - 1)]
     return np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)

@@ -254,7 +254,14 @@ impl DeltaIndex {
             heads = thin_heads;
             entries = thin;
         }
-        DeltaIndex { base_len: n, shift, bit_shift, bits, heads, entries }
+        DeltaIndex {
+            base_len: n,
+            shift,
+            bit_shift,
+            bits,
+            heads,
+            entries,
+        }
     }
 
     pub fn base_len(&self) -> usize {
@@ -280,7 +287,11 @@ impl DeltaIndex {
         }
         let b = (h >> self.shift) as usize;
         let bucket = &self.entries[self.heads[b] as usize..self.heads[b + 1] as usize];
-        let mut best = Match { at: 0, from: 0, len: beat };
+        let mut best = Match {
+            at: 0,
+            from: 0,
+            len: beat,
+        };
         for &e in bucket {
             if (e ^ (h << 32)) >> 32 != 0 {
                 continue;
@@ -299,14 +310,20 @@ impl DeltaIndex {
             };
             let need = (best.len + skip).saturating_sub(back);
             if need >= BLOCK
-                && (i + need >= target.len() || p + need >= base.len() || target[i + need] != base[p + need])
+                && (i + need >= target.len()
+                    || p + need >= base.len()
+                    || target[i + need] != base[p + need])
             {
                 continue;
             }
             let fwd = BLOCK + common_prefix(&base[p + BLOCK..], &target[i + BLOCK..]);
             let len = fwd + back - skip;
             if len > best.len {
-                best = Match { at: i + skip - back, from: p + skip - back, len };
+                best = Match {
+                    at: i + skip - back,
+                    from: p + skip - back,
+                    len,
+                };
                 if len >= GOOD_ENOUGH {
                     break;
                 }
@@ -323,12 +340,23 @@ impl DeltaIndex {
     /// if it would be longer than `max_size` bytes.
     pub fn encode(&self, base: &[u8], target: &[u8], max_size: usize) -> Option<Vec<u8>> {
         let mut out = Vec::new();
-        self.encode_into(base, target, max_size, &mut out).then_some(out)
+        self.encode_into(base, target, max_size, &mut out)
+            .then_some(out)
     }
 
     /// `encode` into `out` (cleared first); returns false when the delta exceeds `max_size`.
-    pub fn encode_into(&self, base: &[u8], target: &[u8], max_size: usize, out: &mut Vec<u8>) -> bool {
-        assert_eq!(base.len(), self.base_len, "a delta index is used with another base");
+    pub fn encode_into(
+        &self,
+        base: &[u8],
+        target: &[u8],
+        max_size: usize,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        assert_eq!(
+            base.len(),
+            self.base_len,
+            "a delta index is used with another base"
+        );
         out.clear();
         out.reserve(target.len().min(max_size).saturating_add(32).min(1 << 20));
         put_varint(base.len() as u64, out);
@@ -390,12 +418,16 @@ mod tests {
     use crate::delta::apply_delta;
 
     fn lcg(seed: &mut u64) -> u64 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         *seed >> 33
     }
 
     fn text(seed: &mut u64, lines: usize) -> Vec<u8> {
-        let words = ["alpha", "beta", "gamma", "delta", "pack", "tree", "blob", "index", "seek"];
+        let words = [
+            "alpha", "beta", "gamma", "delta", "pack", "tree", "blob", "index", "seek",
+        ];
         let mut out = Vec::new();
         for _ in 0..lines {
             for _ in 0..8 {
@@ -421,12 +453,18 @@ mod tests {
         roundtrip(b"short", b"short");
         let zeros = vec![0u8; 300_000];
         let d = roundtrip(&zeros, &zeros);
-        assert!(d.len() < 40, "a long run copies in 0x10000-byte ops: {}", d.len());
+        assert!(
+            d.len() < 40,
+            "a long run copies in 0x10000-byte ops: {}",
+            d.len()
+        );
         let mut seed = 1;
         let noise: Vec<u8> = (0..200_000).map(|_| lcg(&mut seed) as u8).collect();
         roundtrip(&noise, &noise);
         roundtrip(&noise[..1000], &noise[500..]);
-        let period: Vec<u8> = (0..100_000).map(|i| b"0123456789abcdefghijklmnopqrstuv"[i % 32]).collect();
+        let period: Vec<u8> = (0..100_000)
+            .map(|i| b"0123456789abcdefghijklmnopqrstuv"[i % 32])
+            .collect();
         roundtrip(&period, &period[7..]);
     }
 
@@ -448,7 +486,10 @@ mod tests {
         let target = text(&mut seed, 200);
         let full = create_delta(&base, &target);
         let index = DeltaIndex::new(&base);
-        assert_eq!(index.encode(&base, &target, full.len()).as_deref(), Some(full.as_slice()));
+        assert_eq!(
+            index.encode(&base, &target, full.len()).as_deref(),
+            Some(full.as_slice())
+        );
         assert!(index.encode(&base, &target, full.len() - 1).is_none());
         assert!(index.encode(&base, &target, 10).is_none());
     }

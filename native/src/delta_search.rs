@@ -27,13 +27,13 @@
 //! object that became a delta at its depth limit cannot serve as a base and does not join.
 //! An object whose depth allowance is 0 joins without being tried.
 //!
-//! Chunks are independent and run on `threads` threads; progress counts objects done.
+//! Chunks are independent; `threads` threads take them largest first. Progress counts objects
+//! done.
 
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::delta_create::DeltaIndex;
 use crate::error::{PackError, Result};
@@ -135,7 +135,11 @@ impl<'a> ChunkSearch<'a, '_> {
         if !index.encode_into(&base, &target, max_size, &mut self.scratch) {
             return Ok(Try::Skip);
         }
-        if best.as_ref().is_some_and(|b| b.delta.len() == self.scratch.len()) && src.depth + 1 >= trg.depth {
+        if best
+            .as_ref()
+            .is_some_and(|b| b.delta.len() == self.scratch.len())
+            && src.depth + 1 >= trg.depth
+        {
             return Ok(Try::Skip);
         }
         Ok(Try::Better)
@@ -155,7 +159,12 @@ impl<'a> ChunkSearch<'a, '_> {
                 progress.add(64);
                 progress.check_cancelled()?;
             }
-            let mut trg = Slot { cand: t, data: None, index: None, depth: 0 };
+            let mut trg = Slot {
+                cand: t,
+                data: None,
+                index: None,
+                depth: 0,
+            };
             if self.cands[t].max_depth == 0 {
                 push_window(&mut win, trg, keep);
                 continue;
@@ -207,51 +216,106 @@ struct ChunkFound {
     tries: u64,
 }
 
-/// Search deltas for `cands`, split at `chunks` (ascending boundaries from 0 to the length).
+/// Work of a chunk for scheduling: bytes to encode plus a fixed cost an object.
+const OBJECT_WORK: u64 = 4096;
+
+/// Search deltas for `cands`, split at `chunks` (ascending boundaries from 0 to the length),
+/// on `threads` threads. Chunks are taken largest first (by their objects' sizes), so that a
+/// long one (a file with many large versions, which cannot be split) does not start last.
 pub fn search(
     store: &Store,
     cands: &[Candidate],
     chunks: &[usize],
     opts: &Options,
     progress: &Progress,
-    pool: &rayon::ThreadPool,
+    threads: usize,
 ) -> Result<Found> {
     let n = cands.len();
-    if chunks.first() != Some(&0) || chunks.last() != Some(&n) || chunks.windows(2).any(|w| w[0] > w[1]) {
-        return Err(PackError::general("delta search: chunk boundaries do not cover the list"));
+    if chunks.first() != Some(&0)
+        || chunks.last() != Some(&n)
+        || chunks.windows(2).any(|w| w[0] > w[1])
+    {
+        return Err(PackError::general(
+            "delta search: chunk boundaries do not cover the list",
+        ));
     }
     if let Some(c) = cands.iter().find(|c| !store.valid(c.loc)) {
-        return Err(PackError::general(format!("delta search: no object at {:?}", c.loc)));
+        return Err(PackError::general(format!(
+            "delta search: no object at {:?}",
+            c.loc
+        )));
     }
-    let failed = AtomicBool::new(false);
     let ranges: Vec<std::ops::Range<usize>> = chunks.windows(2).map(|w| w[0]..w[1]).collect();
-    let results: Vec<Result<ChunkFound>> = pool.install(|| {
-        ranges
-            .into_par_iter()
-            .with_max_len(1)
-            .map(|range| {
-                if failed.load(Ordering::Relaxed) {
-                    return Ok(ChunkFound::default());
-                }
-                let mut reader = Reader::new(store, opts.cache_budget);
-                let mut found = ChunkFound::default();
-                let len = range.len() as u64;
-                let mut search = ChunkSearch { cands, reader: &mut reader, scratch: Vec::new(), tries: 0 };
-                let r = search.run(range, opts.window, progress, &mut found);
-                found.tries = search.tries;
-                progress.add(len % 64);
-                found.stats = reader.stats;
-                if r.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                }
-                r.map(|()| found)
-            })
-            .collect()
-    });
-    let mut out =
-        Found { base: vec![-1; n], deltas: (0..n).map(|_| None).collect(), stats: ReadStats::default(), tries: 0 };
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    let work = |r: &std::ops::Range<usize>| {
+        cands[r.clone()]
+            .iter()
+            .map(|c| c.size + OBJECT_WORK)
+            .sum::<u64>()
+    };
+    order.sort_by_cached_key(|&k| std::cmp::Reverse(work(&ranges[k])));
+    let failed = AtomicBool::new(false);
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<ChunkFound>>>> =
+        ranges.iter().map(|_| Mutex::new(None)).collect();
+    let worker = || loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&c) = order.get(k) else { break };
+        if failed.load(Ordering::Relaxed) {
+            break;
+        }
+        let range = ranges[c].clone();
+        let mut reader = Reader::new(store, opts.cache_budget);
+        let mut found = ChunkFound::default();
+        let len = range.len() as u64;
+        let mut search = ChunkSearch {
+            cands,
+            reader: &mut reader,
+            scratch: Vec::new(),
+            tries: 0,
+        };
+        let r = search.run(range, opts.window, progress, &mut found);
+        found.tries = search.tries;
+        progress.add(len % 64);
+        found.stats = reader.stats;
+        if r.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        *results[c].lock().unwrap_or_else(|e| e.into_inner()) = Some(r.map(|()| found));
+    };
+    std::thread::scope(|scope| -> Result<()> {
+        let mut handles = Vec::new();
+        for i in 0..threads.max(1) {
+            let h = std::thread::Builder::new()
+                .name(format!("packorder-deltas-{i}"))
+                .spawn_scoped(scope, worker)
+                .map_err(|e| PackError::general(format!("cannot start a thread: {e}")))?;
+            handles.push(h);
+        }
+        for h in handles {
+            if h.join().is_err() {
+                return Err(PackError::general("a delta search thread panicked"));
+            }
+        }
+        Ok(())
+    })?;
+    // The first error in list order; chunks not run because of it have no result.
+    let mut chunk_results = Vec::with_capacity(results.len());
     for r in results {
-        let f = r?;
+        match r.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(Err(e)) => return Err(e),
+            Some(Ok(f)) => chunk_results.push(f),
+            None if failed.load(Ordering::Relaxed) => {}
+            None => return Err(PackError::general("delta search: a chunk was not searched")),
+        }
+    }
+    let mut out = Found {
+        base: vec![-1; n],
+        deltas: (0..n).map(|_| None).collect(),
+        stats: ReadStats::default(),
+        tries: 0,
+    };
+    for f in chunk_results {
         for (t, b, d) in f.items {
             out.base[t] = b as i64;
             out.deltas[t] = Some(d);

@@ -44,7 +44,10 @@ impl Store {
             let mut flags = vec![false; n];
             for &b in &p.bases {
                 if b >= n as i64 {
-                    return Err(PackError::general(format!("{}: delta base out of range", p.path.display())));
+                    return Err(PackError::general(format!(
+                        "{}: delta base out of range",
+                        p.path.display()
+                    )));
                 }
                 if b >= 0 {
                     flags[b as usize] = true;
@@ -52,7 +55,12 @@ impl Store {
             }
             is_base.push(flags);
         }
-        Ok(Store { packs, is_base, loose, object_limit })
+        Ok(Store {
+            packs,
+            is_base,
+            loose,
+            object_limit,
+        })
     }
 
     /// Whether `loc` names an existing entry or loose path.
@@ -60,7 +68,9 @@ impl Store {
         if loc.source == LOOSE {
             (loc.pos as usize) < self.loose.len()
         } else {
-            self.packs.get(loc.source as usize).is_some_and(|p| (loc.pos as usize) < p.offsets.len())
+            self.packs
+                .get(loc.source as usize)
+                .is_some_and(|p| (loc.pos as usize) < p.offsets.len())
         }
     }
 }
@@ -113,7 +123,11 @@ impl<'a> Reader<'a> {
     pub fn read(&mut self, loc: Locator, size: u64) -> Result<Rc<Vec<u8>>> {
         self.stats.objects += 1;
         let data = if loc.source == LOOSE {
-            let path = self.store.loose.get(loc.pos as usize).ok_or_else(|| PackError::general("bad loose index"))?;
+            let path = self
+                .store
+                .loose
+                .get(loc.pos as usize)
+                .ok_or_else(|| PackError::general("bad loose index"))?;
             Rc::new(crate::loose::read_loose(path, self.store.object_limit)?.1)
         } else {
             self.read_packed(loc.source, loc.pos as usize)?
@@ -128,11 +142,17 @@ impl<'a> Reader<'a> {
     }
 
     fn source(&self, s: u32) -> Result<&'a Source> {
-        self.store.packs.get(s as usize).ok_or_else(|| PackError::general("bad pack index"))
+        self.store
+            .packs
+            .get(s as usize)
+            .ok_or_else(|| PackError::general("bad pack index"))
     }
 
     fn corrupt(src: &Source, pos: usize, what: &str) -> PackError {
-        PackError::at(src.offsets[pos], format!("{} is corrupt: {what}", src.path.display()))
+        PackError::at(
+            src.offsets[pos],
+            format!("{} is corrupt: {what}", src.path.display()),
+        )
     }
 
     /// Inflate entry `pos` of source `s` into `out` (object data or delta data).
@@ -140,7 +160,11 @@ impl<'a> Reader<'a> {
         let src = self.source(s)?;
         let size = src.sizes[pos];
         if size > self.store.object_limit {
-            return Err(Self::corrupt(src, pos, &format!("an entry of {size} bytes does not fit in memory")));
+            return Err(Self::corrupt(
+                src,
+                pos,
+                &format!("an entry of {size} bytes does not fit in memory"),
+            ));
         }
         let start = src.offsets[pos] + u64::from(src.header_lens[pos]);
         let end = src.ends[pos];
@@ -149,10 +173,16 @@ impl<'a> Reader<'a> {
         }
         self.raw.resize((end - start) as usize, 0);
         src.pack.read_exact_at(&mut self.raw, start)?;
-        let mut out = if into_delta { std::mem::take(&mut self.delta) } else { Vec::new() };
+        let mut out = if into_delta {
+            std::mem::take(&mut self.delta)
+        } else {
+            Vec::new()
+        };
         out.clear();
         out.resize(size as usize, 0);
-        self.inflater.inflate_exact(&self.raw, &mut out).map_err(|f| Self::corrupt(src, pos, &f.describe(size)))?;
+        self.inflater
+            .inflate_exact(&self.raw, &mut out)
+            .map_err(|f| Self::corrupt(src, pos, &f.describe(size)))?;
         self.stats.inflated += 1;
         if self.raw.capacity() > 1 << 22 {
             self.raw = Vec::new();
@@ -173,7 +203,11 @@ impl<'a> Reader<'a> {
             let b = src.bases[cur];
             if b < 0 {
                 if crate::entry::is_delta(src.kinds[cur]) {
-                    return Err(Self::corrupt(src, cur, "delta whose base is not in its pack"));
+                    return Err(Self::corrupt(
+                        src,
+                        cur,
+                        "delta whose base is not in its pack",
+                    ));
                 }
                 let data = Rc::new(self.inflate(s, cur, false)?);
                 self.keep(s, cur, &data);
@@ -189,7 +223,13 @@ impl<'a> Reader<'a> {
         while let Some(i) = chain.pop() {
             let delta = self.inflate(s, i, true)?;
             let mut next = Vec::new();
-            apply_delta_into(&data, &delta, src.offsets[i], self.store.object_limit, &mut next)?;
+            apply_delta_into(
+                &data,
+                &delta,
+                src.offsets[i],
+                self.store.object_limit,
+                &mut next,
+            )?;
             self.delta = delta;
             self.stats.applied += 1;
             data = Rc::new(next);
@@ -217,7 +257,11 @@ impl<'a> Reader<'a> {
         }
         self.clock += 1;
         let now = self.clock;
-        if self.cache.insert((s, pos as u64), (data.clone(), now)).is_none() {
+        if self
+            .cache
+            .insert((s, pos as u64), (data.clone(), now))
+            .is_none()
+        {
             self.used += data.len() as u64;
         }
         self.uses.push_back((now, (s, pos as u64)));
@@ -234,7 +278,8 @@ impl<'a> Reader<'a> {
         }
         if self.uses.len() > 4 * self.cache.len() + 1024 {
             let cache = &self.cache;
-            self.uses.retain(|(when, key)| cache.get(key).is_some_and(|(_, last)| last == when));
+            self.uses
+                .retain(|(when, key)| cache.get(key).is_some_and(|(_, last)| last == when));
         }
     }
 }

@@ -20,7 +20,9 @@ use crate::writer::Source;
 pub const PHASE_DELTAS: u8 = 4;
 
 fn col<T: Copy, const N: usize>(b: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
-    b.chunks_exact(N).map(|c| f(c.try_into().unwrap_or([0; N]))).collect()
+    b.chunks_exact(N)
+        .map(|c| f(c.try_into().unwrap_or([0; N])))
+        .collect()
 }
 
 fn bad(what: &str) -> PyErr {
@@ -45,7 +47,12 @@ impl DeltaIndex {
     /// The delta from the base to `target` (Git's format), or None if it would be longer
     /// than `max_size` bytes.
     #[pyo3(signature = (target, max_size=None))]
-    fn encode<'py>(&self, py: Python<'py>, target: &[u8], max_size: Option<usize>) -> Option<Bound<'py, PyBytes>> {
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        target: &[u8],
+        max_size: Option<usize>,
+    ) -> Option<Bound<'py, PyBytes>> {
         let max = max_size.unwrap_or(usize::MAX);
         let out = py.detach(|| self.index.encode(&self.base, target, max))?;
         Some(PyBytes::new(py, &out))
@@ -58,7 +65,15 @@ impl DeltaIndex {
 }
 
 type Col<'py> = Bound<'py, PyBytes>;
-type PackArgs<'py> = (PathBuf, Col<'py>, Col<'py>, Col<'py>, Col<'py>, Col<'py>, Col<'py>);
+type PackArgs<'py> = (
+    PathBuf,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+);
 
 struct Job {
     store: Store,
@@ -114,7 +129,15 @@ impl DeltaSearch {
                 crcs: Vec::new(),
             };
             let n = s.offsets.len();
-            if [s.ends.len(), s.header_lens.len(), s.kinds.len(), s.sizes.len(), s.bases.len()].iter().any(|&l| l != n)
+            if [
+                s.ends.len(),
+                s.header_lens.len(),
+                s.kinds.len(),
+                s.sizes.len(),
+                s.bases.len(),
+            ]
+            .iter()
+            .any(|&l| l != n)
             {
                 return Err(bad("pack columns differ in length"));
             }
@@ -126,21 +149,52 @@ impl DeltaSearch {
         let positions = col(positions, u64::from_ne_bytes);
         let max_depths = col(max_depths, u32::from_ne_bytes);
         let n = kinds.len();
-        if [sizes.len(), sources.len(), positions.len(), max_depths.len(), same_pack.len()].iter().any(|&l| l != n) {
+        if [
+            sizes.len(),
+            sources.len(),
+            positions.len(),
+            max_depths.len(),
+            same_pack.len(),
+        ]
+        .iter()
+        .any(|&l| l != n)
+        {
             return Err(bad("candidate columns differ in length"));
         }
         let cands: Vec<Candidate> = (0..n)
             .map(|i| Candidate {
                 kind: kinds[i],
                 size: sizes[i],
-                loc: Locator { source: if sources[i] < 0 { LOOSE } else { sources[i] as u32 }, pos: positions[i] },
+                loc: Locator {
+                    source: if sources[i] < 0 {
+                        LOOSE
+                    } else {
+                        sources[i] as u32
+                    },
+                    pos: positions[i],
+                },
                 max_depth: max_depths[i],
                 same_pack: same_pack[i] != 0,
             })
             .collect();
-        let chunks: Vec<usize> = col(chunks, i64::from_ne_bytes).into_iter().map(|c| c.max(0) as usize).collect();
-        let job = Job { store, cands, chunks, opts: Options { window, cache_budget }, threads: threads.max(1) };
-        Ok(DeltaSearch { progress: Arc::new(Progress::default()), job: Mutex::new(Some(job)) })
+        let chunks: Vec<usize> = col(chunks, i64::from_ne_bytes)
+            .into_iter()
+            .map(|c| c.max(0) as usize)
+            .collect();
+        let job = Job {
+            store,
+            cands,
+            chunks,
+            opts: Options {
+                window,
+                cache_budget,
+            },
+            threads: threads.max(1),
+        };
+        Ok(DeltaSearch {
+            progress: Arc::new(Progress::default()),
+            job: Mutex::new(Some(job)),
+        })
     }
 
     /// Run the search: returns (bases as native i64s, one per candidate: the candidate it is
@@ -148,18 +202,22 @@ impl DeltaSearch {
     fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(job) = job else {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err("this search has already run"));
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "this search has already run",
+            ));
         };
         let progress = self.progress.clone();
         progress.start(PHASE_DELTAS, job.cands.len() as u64);
         let found = py
             .detach(|| {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(job.threads)
-                    .thread_name(|i| format!("packorder-deltas-{i}"))
-                    .build()
-                    .map_err(|e| crate::error::PackError::general(e.to_string()))?;
-                let r = search(&job.store, &job.cands, &job.chunks, &job.opts, &progress, &pool);
+                let r = search(
+                    &job.store,
+                    &job.cands,
+                    &job.chunks,
+                    &job.opts,
+                    &progress,
+                    job.threads,
+                );
                 drop(job);
                 crate::trim_heap();
                 r
@@ -177,8 +235,11 @@ impl DeltaSearch {
         stats.set_item("deltas_applied", found.stats.applied)?;
         stats.set_item("cache_hits", found.stats.cache_hits)?;
         stats.set_item("cache_evictions", found.stats.evictions)?;
-        let items: [Py<PyAny>; 3] =
-            [PyBytes::new(py, &bases).into_any().unbind(), deltas.into_any().unbind(), stats.into_any().unbind()];
+        let items: [Py<PyAny>; 3] = [
+            PyBytes::new(py, &bases).into_any().unbind(),
+            deltas.into_any().unbind(),
+            stats.into_any().unbind(),
+        ];
         PyTuple::new(py, items)
     }
 
