@@ -20,22 +20,16 @@ import numpy as np
 
 from packorder import deltas as deltas_mod
 from packorder import gitcmd
+from packorder import install as install_mod
 from packorder import order as order_mod
 from packorder import writer as writer_mod
-from packorder.errors import PackError, RepositoryError, UsageError
+from packorder.errors import UsageError
 from packorder.indexer import peak_rss, physical_memory
 from packorder.progress import ProgressCallback
 from packorder.repo import LOOSE, ObjectTable, Repository, enumerate_objects, introducing_commits, open_repository
 
 ORDER_FUNCS = order_mod.ORDERS
 DEFAULT_PRUNE_GRACE = 14 * 24 * 3600
-
-
-def _crash_point(name: str) -> None:
-    """Fault injection for the kill tests: PACKORDER_CRASH_AT=<name> ends the process right
-    here, as kill -9 would (no cleanup, no exception handlers)."""
-    if os.environ.get("PACKORDER_CRASH_AT") == name:
-        os._exit(137)
 
 
 @dataclass
@@ -271,7 +265,7 @@ def _write_group(
             progress=progress,
         )
         seconds["write"] = seconds.get("write", 0.0) + time.perf_counter() - t
-        _crash_point("written")
+        install_mod.crash_point("written")
         t = time.perf_counter()
         if progress is not None:
             progress("Verifying", 0, 1)
@@ -283,80 +277,12 @@ def _write_group(
         if progress is not None:
             progress("Verifying", 1, 1)
         seconds["verify"] = seconds.get("verify", 0.0) + time.perf_counter() - t
-        _crash_point("verified")
+        install_mod.crash_point("verified")
     except BaseException:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
         raise
     return tmp_path, files, written
-
-
-def _write_file(path: Path, data: bytes, mode: int = 0o444) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-packorder-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _install(tmp_pack: Path, files: writer_mod.IndexFiles, checksum: bytes, out_dir: Path, promisor: bool) -> Path:
-    """Put a verified pack in place: .rev, the pack, .promisor, and the .idx last (Git only
-    sees a pack through its .idx, so until then the pack is invisible and harmless)."""
-    final = out_dir / f"pack-{checksum.hex()}.pack"
-    stem = final.with_suffix("")
-    if final.exists() and (out_dir / f"{stem.name}.idx").exists():
-        tmp_pack.unlink()  # the very same pack is already installed
-        return final
-    _write_file(stem.with_suffix(".rev"), files.rev)
-    _crash_point("rev-installed")
-    os.chmod(tmp_pack, 0o444)
-    os.replace(tmp_pack, final)
-    _crash_point("pack-renamed")
-    if promisor:
-        _write_file(stem.with_suffix(".promisor"), b"", 0o644)
-    _write_file(stem.with_suffix(".idx"), files.idx)
-    _fsync_dir(out_dir)
-    _crash_point("idx-installed")
-    return final
-
-
-PACK_EXTS = (".idx", ".pack", ".rev", ".bitmap", ".promisor", ".mtimes")
-
-
-def _remove_pack(path: Path) -> None:
-    """Remove an old pack, its .idx first so that no reader finds an index without a pack."""
-    stem = path.name[: -len(".pack")]
-    for ext in PACK_EXTS:
-        with contextlib.suppress(FileNotFoundError):
-            (path.parent / f"{stem}{ext}").unlink()
-
-
-def _check_complete(new: list[Path], table: ObjectTable) -> None:
-    """Every object we mean to keep is in the installed packs (read back from their .idx)."""
-    from packorder.format import idx as idx_format
-    from packorder.repo import keys
-
-    have = np.sort(np.concatenate([keys(idx_format.read(str(p.with_suffix(".idx"))).names) for p in new]))
-    want = keys(table.oids)
-    at = np.searchsorted(have, want)
-    at = np.minimum(at, len(have) - 1)
-    if len(want) and not np.all(have[at] == want):
-        raise PackError("the new packs lack objects they should hold; nothing was removed")
 
 
 def repack(
@@ -440,66 +366,22 @@ def repack(
                 tmp_pack, files, written = _write_group(
                     repo, sub, sub_choice, opts, out_dir, seconds, progress, sub_deltas
                 )
-                installed.append(_install(tmp_pack, files, written.checksum, out_dir, promisor))
+                installed.append(install_mod.install(tmp_pack, files, written.checksum, out_dir, promisor))
                 result.pack_bytes += written.size
             result.packs = installed
             if in_place:
                 t = time.perf_counter()
-                _check_complete(installed, table)
-                result.removed_packs, result.removed_loose = _remove_replaced(repo, table, pruned_oids, installed)
+                install_mod.check_complete(installed, table)
+                result.removed_packs, result.removed_loose = install_mod.remove_replaced(
+                    repo, table, pruned_oids, installed
+                )
                 if opts.write_bitmap:
-                    result.bitmap = _write_bitmap(repo)
+                    result.bitmap = install_mod.write_bitmap(repo)
                 seconds["install"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - started
     result.seconds = seconds
     result.peak_rss_bytes = peak_rss()
     return result
-
-
-def _remove_replaced(
-    repo: Repository, table: ObjectTable, pruned_oids: np.ndarray, installed: list[Path]
-) -> tuple[list[Path], int]:
-    """Remove the packs and loose objects of the snapshot that the new packs replace."""
-    keep = {p.resolve() for p in installed}
-    midx = repo.pack_dir / "multi-pack-index"
-    if midx.exists():
-        # A multi-pack-index naming packs we remove would mislead readers: drop it first.
-        midx.unlink()
-        for extra in repo.pack_dir.glob("multi-pack-index-*"):
-            extra.unlink()
-        _crash_point("midx-removed")
-    removed = []
-    for pack in repo.packs:
-        if pack.foreign or pack.keep or pack.path.resolve() in keep:
-            continue
-        _remove_pack(pack.path)
-        removed.append(pack.path)
-        _crash_point("pack-removed")
-    # Loose objects the new packs hold (wherever the table took them from), and those pruned.
-    from packorder.repo import keys, lookup
-
-    gone = np.sort(np.concatenate([keys(table.oids), keys(pruned_oids)]))
-    removed_loose = 0
-    for i in np.flatnonzero(lookup(gone, keys(repo.loose.oids)) >= 0):
-        with contextlib.suppress(FileNotFoundError):
-            repo.loose.paths[int(i)].unlink()
-            removed_loose += 1
-            _crash_point("loose-removed")
-    with contextlib.suppress(OSError):
-        _fsync_dir(repo.pack_dir)
-    return removed, removed_loose
-
-
-def _write_bitmap(repo: Repository) -> bool:
-    """A reachability bitmap for the new pack, through a multi-pack-index (Git writes one per
-    pack itself; a MIDX bitmap serves the same readers)."""
-    proc = repo.git("multi-pack-index", "write", "--bitmap", check=False)
-    if proc.returncode != 0:
-        raise RepositoryError(
-            "the new pack is installed but its bitmap could not be written: "
-            + proc.stderr.decode(errors="replace").strip().splitlines()[-1]
-        )
-    return True
 
 
 @dataclass

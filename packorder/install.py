@@ -1,0 +1,133 @@
+"""Putting a verified pack in place and removing what it replaces, in an order that keeps the
+repository valid if the process is killed at any step (see docs/repack.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from packorder.errors import PackError, RepositoryError
+from packorder.repo import ObjectTable, Repository, keys, lookup
+from packorder.writer import IndexFiles
+
+
+def crash_point(name: str) -> None:
+    """Fault injection for the kill tests: PACKORDER_CRASH_AT=<name> ends the process right
+    here, as kill -9 would (no cleanup, no exception handlers)."""
+    if os.environ.get("PACKORDER_CRASH_AT") == name:
+        os._exit(137)
+
+
+def write_file(path: Path, data: bytes, mode: int = 0o444) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-packorder-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, promisor: bool) -> Path:
+    """Put a verified pack in place: .rev, the pack, .promisor, and the .idx last (Git only
+    sees a pack through its .idx, so until then the pack is invisible and harmless)."""
+    final = out_dir / f"pack-{checksum.hex()}.pack"
+    stem = final.with_suffix("")
+    if final.exists() and (out_dir / f"{stem.name}.idx").exists():
+        tmp_pack.unlink()  # the very same pack is already installed
+        return final
+    write_file(stem.with_suffix(".rev"), files.rev)
+    crash_point("rev-installed")
+    os.chmod(tmp_pack, 0o444)
+    os.replace(tmp_pack, final)
+    crash_point("pack-renamed")
+    if promisor:
+        write_file(stem.with_suffix(".promisor"), b"", 0o644)
+    write_file(stem.with_suffix(".idx"), files.idx)
+    fsync_dir(out_dir)
+    crash_point("idx-installed")
+    return final
+
+
+PACK_EXTS = (".idx", ".pack", ".rev", ".bitmap", ".promisor", ".mtimes")
+
+
+def remove_pack(path: Path) -> None:
+    """Remove an old pack, its .idx first so that no reader finds an index without a pack."""
+    stem = path.name[: -len(".pack")]
+    for ext in PACK_EXTS:
+        with contextlib.suppress(FileNotFoundError):
+            (path.parent / f"{stem}{ext}").unlink()
+
+
+def check_complete(new: list[Path], table: ObjectTable) -> None:
+    """Every object we mean to keep is in the installed packs (read back from their .idx)."""
+    from packorder.format import idx as idx_format
+
+    have = np.sort(np.concatenate([keys(idx_format.read(str(p.with_suffix(".idx"))).names) for p in new]))
+    want = keys(table.oids)
+    at = np.searchsorted(have, want)
+    at = np.minimum(at, len(have) - 1)
+    if len(want) and not np.all(have[at] == want):
+        raise PackError("the new packs lack objects they should hold; nothing was removed")
+
+
+def remove_replaced(
+    repo: Repository, table: ObjectTable, pruned_oids: np.ndarray, installed: list[Path]
+) -> tuple[list[Path], int]:
+    """Remove the packs and loose objects of the snapshot that the new packs replace."""
+    keep = {p.resolve() for p in installed}
+    midx = repo.pack_dir / "multi-pack-index"
+    if midx.exists():
+        # A multi-pack-index naming packs we remove would mislead readers: drop it first.
+        midx.unlink()
+        for extra in repo.pack_dir.glob("multi-pack-index-*"):
+            extra.unlink()
+        crash_point("midx-removed")
+    removed = []
+    for pack in repo.packs:
+        if pack.foreign or pack.keep or pack.path.resolve() in keep:
+            continue
+        remove_pack(pack.path)
+        removed.append(pack.path)
+        crash_point("pack-removed")
+    # Loose objects the new packs hold (wherever the table took them from), and those pruned.
+    gone = np.sort(np.concatenate([keys(table.oids), keys(pruned_oids)]))
+    removed_loose = 0
+    for i in np.flatnonzero(lookup(gone, keys(repo.loose.oids)) >= 0):
+        with contextlib.suppress(FileNotFoundError):
+            repo.loose.paths[int(i)].unlink()
+            removed_loose += 1
+            crash_point("loose-removed")
+    with contextlib.suppress(OSError):
+        fsync_dir(repo.pack_dir)
+    return removed, removed_loose
+
+
+def write_bitmap(repo: Repository) -> bool:
+    """A reachability bitmap for the new pack, through a multi-pack-index (Git writes one per
+    pack itself; a MIDX bitmap serves the same readers)."""
+    proc = repo.git("multi-pack-index", "write", "--bitmap", check=False)
+    if proc.returncode != 0:
+        raise RepositoryError(
+            "the new pack is installed but its bitmap could not be written: "
+            + proc.stderr.decode(errors="replace").strip().splitlines()[-1]
+        )
+    return True
