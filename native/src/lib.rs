@@ -19,6 +19,7 @@ pub mod resolve;
 mod retain;
 pub mod revlist;
 pub mod scan;
+mod scanner;
 pub mod source;
 pub mod table;
 pub mod thin;
