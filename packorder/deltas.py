@@ -179,8 +179,11 @@ def reused_heights(base: np.ndarray) -> np.ndarray:
 
 def chunk_bounds(kinds: np.ndarray, hashes: np.ndarray, sizes: np.ndarray, threads: int, window: int) -> np.ndarray:
     """Boundaries splitting the sorted list into contiguous chunks for `threads` threads, of
-    about equal work (bytes to encode), cut only where a new path starts (or among objects
-    without a path) so that the versions of one file stay in one window."""
+    about equal work (bytes to encode plus a cost an object). A chunk starts only where a new
+    path starts (or among objects without a path), so that the versions of one file stay in
+    one window; and among the places within a quarter of a chunk's work of the ideal one, at
+    the smallest object: the first objects of a chunk have no window to find a base in, and
+    a large one then costs the most (large files of similar paths are deltas of each other)."""
     n = len(kinds)
     parts = threads * CHUNKS_PER_THREAD if threads > 1 else 1
     if parts == 1 or n < 2 * window * parts:
@@ -189,8 +192,13 @@ def chunk_bounds(kinds: np.ndarray, hashes: np.ndarray, sizes: np.ndarray, threa
     if not len(allowed):
         return np.array([0, n], dtype=np.int64)
     work = np.cumsum(sizes.astype(np.float64) + OBJECT_WORK)
-    wanted = np.searchsorted(work, work[-1] * np.arange(1, parts) / parts)
-    cuts = allowed[np.minimum(np.searchsorted(allowed, wanted), len(allowed) - 1)]
+    at_cut = work[allowed - 1]  # work before each allowed cut
+    share = work[-1] / parts
+    cuts = []
+    for k in range(1, parts):
+        lo, hi = np.searchsorted(at_cut, [share * (k - 0.25), share * (k + 0.25)])
+        if hi > lo:
+            cuts.append(int(allowed[lo + int(np.argmin(sizes[allowed[lo:hi]]))]))
     return np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
 
 
