@@ -145,3 +145,18 @@ def test_not_a_repository_or_bad_output(source: Path, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     proc = run_cli(str(source), "-o", str(tmp_path / "file"), "-q")
     assert proc.returncode == 2 and proc.stderr.strip() == f"fatal: {tmp_path / 'file'}: not a directory"
+
+
+def test_copies_find_relative_alternates(tmp_path: Path) -> None:
+    from packorder.study import copy_git_dir
+
+    shared = tmp_path / "shared"
+    (shared / "pack").mkdir(parents=True)
+    repo = tmp_path / "repo.git"
+    (repo / "objects" / "info").mkdir(parents=True)
+    (repo / "objects" / "info" / "alternates").write_text("../../shared\n# a comment\n/absolute/path\n")
+    (repo / "config.lock").write_text("held")
+    copy_git_dir(repo, tmp_path / "copy.git")
+    lines = (tmp_path / "copy.git" / "objects" / "info" / "alternates").read_text().splitlines()
+    assert lines == [str(shared), "# a comment", "/absolute/path"]
+    assert not (tmp_path / "copy.git" / "config.lock").exists()
