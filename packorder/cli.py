@@ -185,11 +185,29 @@ def _human(n: int) -> str:
     return str(n)
 
 
+# The names of packorder.order.ORDERS, listed here so that the command line starts without
+# numpy; tests/test_repack.py checks that the two agree.
+ORDER_NAMES = (
+    "recency",
+    "history",
+    "git",
+    "rev-list",
+    "type",
+    "interleaved",
+    "windowed",
+    "windowed-256",
+    "interleaved-recent",
+    "history-tags-midway",
+    "trees-first",
+    "recency-dfs",
+)
+
+
 @main.command("repack", context_settings=CONTEXT)
 @click.argument("repo", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--order",
-    type=click.Choice(["recency", "git", "rev-list", "type", "interleaved", "windowed", "interleaved-recent"]),
+    type=click.Choice(ORDER_NAMES),
     default="recency",
     show_default=True,
     help="Write order.",

@@ -314,3 +314,10 @@ def test_not_a_repository(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.decode().startswith("fatal: not a git repository")
+
+
+def test_cli_offers_every_order() -> None:
+    from packorder.cli import ORDER_NAMES
+    from packorder.order import ORDERS
+
+    assert sorted(ORDER_NAMES) == sorted(ORDERS)
