@@ -1,5 +1,6 @@
 //! packorder._native: module registration and the mapping of errors to Python.
 
+pub mod access_log;
 pub mod delta;
 pub mod delta_create;
 pub mod delta_search;
@@ -278,6 +279,24 @@ fn file_sha1<'py>(
     Ok(PyBytes::new(py, &sum))
 }
 
+/// A GIT_TRACE_PACK_ACCESS log parsed: (distinct paths, each line's path index as native
+/// i32s, each line's offset as native u64s), or None when a line needs the exact parser.
+#[pyfunction]
+fn parse_pack_access<'py>(
+    py: Python<'py>,
+    data: &[u8],
+) -> Option<(
+    Vec<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+)> {
+    let log = py.detach(|| access_log::parse(data))?;
+    let index: Vec<u8> = log.index.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let offsets: Vec<u8> = log.offsets.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let paths = log.paths.iter().map(|p| PyBytes::new(py, p)).collect();
+    Some((paths, PyBytes::new(py, &index), PyBytes::new(py, &offsets)))
+}
+
 fn i64s(b: &[u8]) -> Vec<i64> {
     b.chunks_exact(8)
         .map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
@@ -358,6 +377,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(add_families, m)?)?;
     m.add_function(wrap_pyfunction!(bases_first, m)?)?;
     m.add_function(wrap_pyfunction!(file_sha1, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_pack_access, m)?)?;
     m.add_function(wrap_pyfunction!(apply_delta, m)?)?;
     m.add_function(wrap_pyfunction!(parse_entry_header, m)?)?;
     m.add_function(wrap_pyfunction!(encode_entry_header, m)?)?;
