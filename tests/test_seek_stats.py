@@ -135,17 +135,6 @@ def test_near_read_by_hand() -> None:
     assert flags2.tolist() == [False, False, True, False, True, True]
 
 
-def test_range_min_against_slices() -> None:
-    rng = np.random.default_rng(3)
-    values = rng.integers(0, 10_000, 500)
-    lo = rng.integers(0, 500, 2000)
-    hi = rng.integers(0, 501, 2000)
-    got = stats.range_min(values, lo, hi)
-    big = np.iinfo(np.int64).max
-    want = [values[a:b].min() if b > a else big for a, b in zip(lo, hi, strict=True)]
-    assert got.tolist() == want
-
-
 def test_cdf_is_exact_at_its_points() -> None:
     d = arr(0, 0, 1, 3, 1000, 2_000_000)
     points = stats.cdf(d)

@@ -11,6 +11,7 @@ pub mod hash;
 pub mod inflate;
 pub mod layout;
 pub mod loose;
+pub mod nearness;
 pub mod object_read;
 pub mod progress;
 mod py_delta;
@@ -297,6 +298,37 @@ fn parse_pack_access<'py>(
     Some((paths, PyBytes::new(py, &index), PyBytes::new(py, &offsets)))
 }
 
+/// nearness::near_read over native arrays (i32 packs, u64 starts and ends): a byte a flag.
+#[pyfunction]
+fn near_read<'py>(
+    py: Python<'py>,
+    packs: &[u8],
+    starts: &[u8],
+    ends: &[u8],
+    near: u64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let n = packs.len() / 4;
+    if packs.len() % 4 != 0 || starts.len() != 8 * n || ends.len() != 8 * n {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "near_read: arrays of different lengths",
+        ));
+    }
+    let flags = py.detach(|| {
+        let packs: Vec<i32> = packs
+            .chunks_exact(4)
+            .map(|c| i32::from_ne_bytes(c.try_into().unwrap_or([0; 4])))
+            .collect();
+        let u64s = |b: &[u8]| -> Vec<u64> {
+            b.chunks_exact(8)
+                .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect()
+        };
+        let flags = nearness::near_read(&packs, &u64s(starts), &u64s(ends), near);
+        flags.into_iter().map(u8::from).collect::<Vec<u8>>()
+    });
+    Ok(PyBytes::new(py, &flags))
+}
+
 fn i64s(b: &[u8]) -> Vec<i64> {
     b.chunks_exact(8)
         .map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
@@ -378,6 +410,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bases_first, m)?)?;
     m.add_function(wrap_pyfunction!(file_sha1, m)?)?;
     m.add_function(wrap_pyfunction!(parse_pack_access, m)?)?;
+    m.add_function(wrap_pyfunction!(near_read, m)?)?;
     m.add_function(wrap_pyfunction!(apply_delta, m)?)?;
     m.add_function(wrap_pyfunction!(parse_entry_header, m)?)?;
     m.add_function(wrap_pyfunction!(encode_entry_header, m)?)?;

@@ -21,6 +21,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from packorder import _native
+
 PERCENTILES: tuple[float, ...] = (0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9)
 
 
@@ -63,52 +65,15 @@ def share_below(distances: np.ndarray, threshold: int) -> float | None:
 def near_read(pack_index: np.ndarray, starts: np.ndarray, ends: np.ndarray, near: int) -> np.ndarray:
     """For each access, whether an entry read earlier from the same pack lies within `near`
     bytes of its entry [start, end). Entries of one pack must not overlap (pack entries don't).
-
-    Computed offline: an access is near when it repeats an entry, or when among the entries
-    within reach of its entry, one was first read before it (a range minimum of first-read
-    times over the neighbours on either side, in offset order).
-    """
-    n = len(starts)
-    result = np.zeros(n, dtype=bool)
-    for p in np.unique(pack_index):
-        mine = np.flatnonzero(pack_index == p)
-        s = starts[mine].astype(np.int64)
-        e = ends[mine].astype(np.int64)
-        uniq, first, inverse = np.unique(s, return_index=True, return_inverse=True)
-        first = first.astype(np.int64)
-        inverse = inverse.ravel()
-        ends_u = e[first]
-        here = np.zeros(len(mine), dtype=bool)
-        here[first[inverse] != np.arange(len(mine))] = True  # the same entry was read before
-        u = np.arange(len(uniq))
-        lo = np.searchsorted(ends_u, uniq - near, side="left")  # entries left of u within reach
-        hi = np.searchsorted(uniq, ends_u + near, side="right")  # entries right of u within reach
-        earliest = np.minimum(range_min(first, lo, u), range_min(first, u + 1, hi))
-        here[first] = earliest < first
-        result[mine] = here
-    return result
-
-
-def range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """min(values[lo[i]:hi[i]]) for each i (int64 max for an empty range), with a sparse table:
-    level k holds the minimum of each run of 2**k values, so any range is two overlapping runs."""
-    big = np.iinfo(np.int64).max
-    lengths = hi - lo
-    out = np.full(len(lo), big, dtype=np.int64)
-    if len(values) == 0 or lengths.max(initial=0) <= 0:
-        return out
-    valid = lengths > 0
-    level = np.frexp(np.maximum(lengths, 1).astype(np.float64))[1].astype(np.int64) - 1  # floor(log2), exact
-    table = values.astype(np.int64)
-    for k in range(int(level.max()) + 1):
-        if k:
-            half = 1 << (k - 1)
-            table = np.minimum(table[:-half], table[half:])
-        rows = np.flatnonzero(valid & (level == k))
-        if len(rows):
-            width = 1 << k
-            out[rows] = np.minimum(table[lo[rows]], table[hi[rows] - width])
-    return out
+    Computed natively (`native/src/near_read.rs`): an access is near when it repeats an entry,
+    or when an entry within reach of its own was first read before it."""
+    flags = _native.near_read(
+        np.ascontiguousarray(pack_index, dtype=np.int32).tobytes(),
+        np.ascontiguousarray(starts, dtype=np.uint64).tobytes(),
+        np.ascontiguousarray(ends, dtype=np.uint64).tobytes(),
+        int(near),
+    )
+    return np.frombuffer(flags, dtype=np.uint8).astype(bool)
 
 
 def share_of(flags: np.ndarray, pack_index: np.ndarray) -> float | None:
