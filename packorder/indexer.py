@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from packorder import _native, gitcmd
+from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import CorruptPackError, Interrupted, RepositoryError, UsageError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
@@ -165,31 +166,6 @@ def _index_writers(
         return rev_format.write(out, rev_positions, checksum)
 
     return write_idx, write_rev, version
-
-
-def _write_atomically(path: Path, write: Writer, mode: int = 0o444) -> None:
-    """Write a temporary file beside `path`, fsync it, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + path.name + "-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _derive(name: Path, old: str, new: str) -> Path:
@@ -341,7 +317,7 @@ def index_pack(
             if keep:
                 keep_path = final.with_suffix(".keep")
                 message = "" if keep is True else f"{keep}\n"
-                _write_atomically(keep_path, lambda f: f.write(message.encode()), 0o644)
+                write_atomically(keep_path, lambda f: f.write(message.encode()), 0o644)
                 temporaries.append(keep_path)
             if final.exists():
                 received.unlink()
@@ -358,9 +334,9 @@ def index_pack(
                 _verify_same(rev_path, write_rev, "reverse index")
         else:
             if rev_path is not None:
-                _write_atomically(rev_path, write_rev)
-            _write_atomically(idx_path, write_idx)
-            _fsync_dir(idx_path.parent)
+                write_atomically(rev_path, write_rev)
+            write_atomically(idx_path, write_idx)
+            fsync_dir(idx_path.parent)
 
     stats = dict(run.native.stats())
     seconds = dict(run.seconds)

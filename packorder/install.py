@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import PackError, RepositoryError
 from packorder.repo import ObjectTable, Repository, keys, lookup
 from packorder.writer import IndexFiles
@@ -22,29 +22,6 @@ def crash_point(name: str) -> None:
         os._exit(137)
 
 
-def write_file(path: Path, data: bytes, mode: int = 0o444) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-packorder-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, promisor: bool) -> Path:
     """Put a verified pack in place: .rev, the pack, .promisor, and the .idx last (Git only
     sees a pack through its .idx, so until then the pack is invisible and harmless)."""
@@ -53,14 +30,14 @@ def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, p
     if final.exists() and (out_dir / f"{stem.name}.idx").exists():
         tmp_pack.unlink()  # the very same pack is already installed
         return final
-    write_file(stem.with_suffix(".rev"), files.rev)
+    write_atomically(stem.with_suffix(".rev"), lambda f: f.write(files.rev))
     crash_point("rev-installed")
     os.chmod(tmp_pack, 0o444)
     os.replace(tmp_pack, final)
     crash_point("pack-renamed")
     if promisor:
-        write_file(stem.with_suffix(".promisor"), b"", 0o644)
-    write_file(stem.with_suffix(".idx"), files.idx)
+        write_atomically(stem.with_suffix(".promisor"), lambda f: f.write(b""), 0o644)
+    write_atomically(stem.with_suffix(".idx"), lambda f: f.write(files.idx))
     fsync_dir(out_dir)
     crash_point("idx-installed")
     return final

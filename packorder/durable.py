@@ -1,0 +1,43 @@
+"""Durable file writes: a temporary name beside the target, fsync, rename. A reader (Git)
+sees either no file or the whole file, and after a crash never a file whose name is there
+but whose bytes are not."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+
+def write_atomically(path: Path, write: Callable[[BinaryIO], object], mode: int = 0o444) -> None:
+    """Write through `write` to a temporary file beside `path`, fsync it, then rename it into
+    place; on any error the temporary file is removed and `path` is untouched."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + path.name + "-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the renames in directory `path` durable. Some filesystems cannot fsync a
+    directory (EINVAL, ENOTSUP): there is nothing more to do on those."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+    finally:
+        os.close(fd)
