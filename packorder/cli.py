@@ -282,7 +282,8 @@ def repack_cmd(
     what = "would write" if result.dry_run else "wrote"
     click.echo(
         f"{what} {result.objects} objects in {result.order} order: {result.reused_deltas} reused deltas, "
-        f"{result.whole_objects} whole objects ({result.cut_deltas} deltas cut at --depth)"
+        f"{result.new_deltas} new deltas, {result.whole_objects} whole objects "
+        f"({result.cut_deltas} deltas cut at --depth)"
     )
     for pack in result.packs:
         click.echo(f"  {pack}")
