@@ -279,6 +279,11 @@ def repack_cmd(
     if as_json:
         print_json(result)
         return
+    if result.objects == 0:
+        click.echo(
+            "nothing to pack" + (f", {len(result.removed_packs)} old packs removed" if result.removed_packs else "")
+        )
+        return
     what = "would write" if result.dry_run else "wrote"
     click.echo(
         f"{what} {result.objects} objects in {result.order} order: {result.reused_deltas} reused deltas, "

@@ -58,8 +58,12 @@ def check_complete(new: list[Path], table: ObjectTable) -> None:
     """Every object we mean to keep is in the installed packs (read back from their .idx)."""
     from packorder.format import idx as idx_format
 
-    have = np.sort(np.concatenate([keys(idx_format.read(str(p.with_suffix(".idx"))).names) for p in new]))
     want = keys(table.oids)
+    if not new:  # nothing to keep (an empty repository, or every object pruned)
+        if len(want):
+            raise PackError("no pack was written for the objects to keep; nothing was removed")
+        return
+    have = np.sort(np.concatenate([keys(idx_format.read(str(p.with_suffix(".idx"))).names) for p in new]))
     at = np.searchsorted(have, want)
     at = np.minimum(at, len(have) - 1)
     if len(want) and not np.all(have[at] == want):

@@ -375,7 +375,7 @@ def repack(
                 result.removed_packs, result.removed_loose = install_mod.remove_replaced(
                     repo, table, pruned_oids, installed
                 )
-                if opts.write_bitmap:
+                if opts.write_bitmap and installed:
                     result.bitmap = install_mod.write_bitmap(repo)
                 seconds["install"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - started

@@ -321,3 +321,25 @@ def test_cli_offers_every_order() -> None:
     from packorder.order import ORDERS
 
     assert sorted(ORDER_NAMES) == sorted(ORDERS)
+
+
+def test_empty_repository_and_everything_pruned(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.git"
+    git(None, "init", "-q", "--bare", str(empty))
+    result = packorder.repack(empty)
+    assert result.objects == 0 and result.packs == [] and not result.bitmap
+    assert list((empty / "objects" / "pack").iterdir()) == []
+    proc = subprocess.run(
+        [sys.executable, "-m", "packorder.cli", "repack", str(empty)], capture_output=True, text=True, env=git_env()
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "nothing to pack" and proc.stderr == ""
+
+    # Only unreachable objects, in a pack: pruned, the pack removed, no new pack.
+    blob = git(empty, "hash-object", "-w", "--stdin", input=b"lonely\n").strip()
+    git(empty, "pack-objects", "-q", str(empty / "objects" / "pack" / "pack"), input=blob + b"\n")
+    git(empty, "prune-packed")
+    git(empty, "config", "gc.pruneExpire", "now")
+    result = packorder.repack(empty, prune_unreachable=True)
+    assert result.unreachable_pruned == 1 and result.packs == [] and len(result.removed_packs) == 1
+    assert list((empty / "objects" / "pack").glob("*.pack")) == []
+    assert subprocess.run(["git", "--git-dir", str(empty), "cat-file", "-e", blob]).returncode != 0
