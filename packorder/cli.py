@@ -73,6 +73,8 @@ def guarded(fn: Callable[..., None]) -> Callable[..., None]:
             fail("out of memory")
         except BrokenPipeError:
             sys.exit(1)
+        except OSError as e:  # a file we were told to read or write
+            fail(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
         except BaseException as e:
             # A panic in the native core arrives as pyo3's PanicException (a BaseException).
             if type(e).__name__ == "PanicException":

@@ -16,7 +16,10 @@ from typing import BinaryIO
 def write_atomically(path: Path, write: Callable[[BinaryIO], object], mode: int = 0o444) -> None:
     """Write through `write` to a temporary file beside `path`, fsync it, then rename it into
     place; on any error the temporary file is removed and `path` is untouched."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + path.name + "-", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-" + path.name + "-", dir=path.parent)
+    except OSError as e:
+        raise OSError(e.errno, f"cannot create a file there: {e.strerror}", str(path)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)

@@ -306,3 +306,14 @@ def test_output_name_must_end_in_idx_when_writing_rev(packs: dict[str, Path], tm
 def test_usage_errors_exit_2(packs: dict[str, Path]) -> None:
     assert run_cli("index-pack", "--fix-thin", str(packs["ofs"])).returncode == 2
     assert run_cli("index-pack", "--bogus").returncode == 2
+
+
+def test_output_in_a_missing_directory_is_one_line(packs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "no" / "such" / "x.idx"
+    proc = run_cli("index-pack", "-o", str(out), str(packs["ofs"]))
+    assert proc.returncode == 1
+    assert (
+        proc.stderr.decode()
+        == f"fatal: {out.with_suffix('.rev')}: cannot create a file there: No such file or directory\n"
+    )
+    assert not out.parent.exists()
