@@ -343,3 +343,31 @@ def test_empty_repository_and_everything_pruned(tmp_path: Path) -> None:
     assert result.unreachable_pruned == 1 and result.packs == [] and len(result.removed_packs) == 1
     assert list((empty / "objects" / "pack").glob("*.pack")) == []
     assert subprocess.run(["git", "--git-dir", str(empty), "cat-file", "-e", blob]).returncode != 0
+
+
+@pytest.mark.parametrize("verify", ["crc", "full"])
+def test_a_pack_damaged_after_writing_fails_verification(
+    work: Path, verify: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte changed in the new pack between writing and installing (a disk, a filesystem)
+    is caught by either verification; nothing is installed or removed."""
+    from packorder import writer
+
+    real_write = writer.write
+
+    def write_then_damage(*args, **kw):  # type: ignore[no-untyped-def]
+        written = real_write(*args, **kw)
+        at = int(written.offsets[len(written.offsets) // 2]) + 2  # inside an entry's data
+        with open(written.path, "r+b") as f:
+            f.seek(at)
+            byte = f.read(1)
+            f.seek(at)
+            f.write(bytes([byte[0] ^ 0x55]))
+        return written
+
+    monkeypatch.setattr(writer, "write", write_then_damage)
+    before = sorted(p.name for p in (work / ".git" / "objects" / "pack").iterdir())
+    with pytest.raises(PackError, match=r"fails verification|does not match its trailer"):
+        packorder.repack(work, verify=verify)
+    assert sorted(p.name for p in (work / ".git" / "objects" / "pack").iterdir()) == before
+    git(work, "fsck", "--full")
