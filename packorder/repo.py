@@ -174,13 +174,29 @@ def keys(oids: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(oids).view(f"S{RAWSZ}").ravel()
 
 
+def _prefixes(k: np.ndarray) -> np.ndarray:
+    """The first 8 bytes of each key as an integer that sorts as the key does."""
+    return np.frombuffer(k.tobytes(), dtype=np.uint8).reshape(-1, RAWSZ)[:, :8].copy().view(">u8").ravel()
+
+
 def lookup(sorted_keys: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """Position of each of `want` in `sorted_keys`, -1 where absent."""
-    if len(sorted_keys) == 0:
+    """Position of each of `want` in `sorted_keys`, -1 where absent.
+
+    Searched on the ids' first 8 bytes as integers (several times faster than comparing
+    20-byte strings); the few whose prefix is shared by another id are searched in full."""
+    if len(sorted_keys) == 0 or len(want) == 0:
         return np.full(len(want), -1, dtype=np.int64)
-    at = np.searchsorted(sorted_keys, want)
-    at_c = np.minimum(at, len(sorted_keys) - 1)
-    return np.where(sorted_keys[at_c] == want, at_c, -1).astype(np.int64)
+    have_p = _prefixes(sorted_keys)
+    want_p = _prefixes(want)
+    at = np.minimum(np.searchsorted(have_p, want_p), len(sorted_keys) - 1)
+    found = sorted_keys[at] == want
+    # Where the prefix matched but not the id, another id with that prefix may follow.
+    again = np.flatnonzero(~found & (have_p[at] == want_p))
+    if len(again):
+        at2 = np.minimum(np.searchsorted(sorted_keys, want[again]), len(sorted_keys) - 1)
+        at[again] = at2
+        found[again] = sorted_keys[at2] == want[again]
+    return np.where(found, at, -1).astype(np.int64)
 
 
 @dataclass

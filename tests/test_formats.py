@@ -6,6 +6,7 @@ import hashlib
 import io
 import struct
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -227,3 +228,21 @@ def test_object_ids_match_git_hash_object() -> None:
     data = b"some content\n"
     want = subprocess.run(["git", "hash-object", "--stdin"], input=data, capture_output=True).stdout.strip()
     assert _native.object_id(3, data).hex() == want.decode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.binary(min_size=20, max_size=20), min_size=0, max_size=40, unique=True),
+    st.lists(st.binary(min_size=20, max_size=20), min_size=0, max_size=20),
+    st.data(),
+)
+def test_lookup_finds_ids_sharing_a_prefix(have: list[bytes], extra: list[bytes], data: st.DataObject) -> None:
+    from packorder.repo import keys, lookup
+
+    # Ids that share their first 8 bytes with another: the integer prefix search must fall back.
+    twins = [h[:8] + bytes(12 - i) + b"\xff" * i for h in have[:5] for i in range(3)]
+    ids = sorted(set(have + twins))
+    want = data.draw(st.lists(st.sampled_from(ids + extra + [b"\x00" * 20]), max_size=30)) if ids else extra
+    arr = lambda xs: np.frombuffer(b"".join(xs), dtype=np.uint8).reshape(-1, 20)  # noqa: E731
+    got = lookup(keys(arr(ids)), keys(arr(want))) if want else np.zeros(0)
+    assert list(got) == [ids.index(w) if w in ids else -1 for w in want]
