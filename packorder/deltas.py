@@ -251,8 +251,15 @@ def search(
     empty = SearchResult(choice, {}, 0, 0, {})
     if window <= 1 or depth <= 0 or table.count == 0:
         return empty
-    sizes = np.zeros(table.count, dtype=np.uint64)
     unreused = np.flatnonzero(choice.base < 0)
+    if reuse_deltas and len(unreused):
+        # Git does not try an object stored whole against one of its own pack (that pack's
+        # writer tried it). When every candidate is such an object of one and the same pack,
+        # no pair is left to try: skip reading their sizes and the search.
+        src = table.source[unreused]
+        if src[0] != LOOSE and np.all(src == src[0]) and not choice.stored_delta[unreused].any():
+            return empty
+    sizes = np.zeros(table.count, dtype=np.uint64)
     sizes[unreused] = object_sizes(repo, table, unreused)
     wanted = (choice.base < 0) & (sizes >= MIN_DELTA_SIZE) & (sizes <= big_file_threshold)
     rows = search_order(table, sizes, np.flatnonzero(wanted))
