@@ -253,16 +253,8 @@ fn range_crcs<'py>(
                     let from = (s - win_start) as usize;
                     crc.update(&buf[from..from + (e - s) as usize]);
                 } else {
-                    let mut at = s;
                     win_len = 0; // the buffer is reused below
-                    while at < e {
-                        let n = pack.read_upto(&mut buf, at, e)?;
-                        if n == 0 {
-                            return Err(error::PackError::at(at, "file ends early"));
-                        }
-                        crc.update(&buf[..n]);
-                        at += n as u64;
-                    }
+                    read_range(&pack, &mut buf, s, e, |b| crc.update(b))?;
                 }
                 out.extend_from_slice(&crc.finalize().to_be_bytes());
             }
@@ -270,6 +262,26 @@ fn range_crcs<'py>(
         })
         .map_err(to_py_err)?;
     Ok(PyBytes::new(py, &out))
+}
+
+/// Feed `[from, to)` of the file to `f` through `buf`, a buffer at a time.
+fn read_range(
+    pack: &source::PackFile,
+    buf: &mut [u8],
+    from: u64,
+    to: u64,
+    mut f: impl FnMut(&[u8]),
+) -> error::Result<()> {
+    let mut at = from;
+    while at < to {
+        let n = pack.read_upto(buf, at, to)?;
+        if n == 0 {
+            return Err(error::PackError::at(at, "file ends early"));
+        }
+        f(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(())
 }
 
 /// Plain SHA-1 of the first `length` bytes of the file at `path`.
@@ -284,32 +296,23 @@ fn file_sha1<'py>(
             let pack = source::PackFile::open(&path, false)?;
             let mut h = hash::FileChecksum::default();
             let mut buf = vec![0u8; 1 << 20];
-            let mut at = 0;
-            while at < length {
-                let n = pack.read_upto(&mut buf, at, length)?;
-                if n == 0 {
-                    return Err(error::PackError::at(at, "file ends early"));
-                }
-                h.update(&buf[..n]);
-                at += n as u64;
-            }
+            read_range(&pack, &mut buf, 0, length, |b| h.update(b))?;
             Ok(h.finish())
         })
         .map_err(to_py_err)?;
     Ok(PyBytes::new(py, &sum))
 }
 
-/// A GIT_TRACE_PACK_ACCESS log parsed: (distinct paths, each line's path index as native
-/// i32s, each line's offset as native u64s), or None when a line needs the exact parser.
-#[pyfunction]
-fn parse_pack_access<'py>(
-    py: Python<'py>,
-    data: &[u8],
-) -> Option<(
+type AccessLogParts<'py> = (
     Vec<Bound<'py, PyBytes>>,
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
-)> {
+);
+
+/// A GIT_TRACE_PACK_ACCESS log parsed: (distinct paths, each line's path index as native
+/// i32s, each line's offset as native u64s), or None when a line needs the exact parser.
+#[pyfunction]
+fn parse_pack_access<'py>(py: Python<'py>, data: &[u8]) -> Option<AccessLogParts<'py>> {
     let log = py.detach(|| access_log::parse(data))?;
     let index: Vec<u8> = log.index.iter().flat_map(|v| v.to_ne_bytes()).collect();
     let offsets: Vec<u8> = log.offsets.iter().flat_map(|v| v.to_ne_bytes()).collect();
@@ -327,7 +330,7 @@ fn near_read<'py>(
     near: u64,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let n = packs.len() / 4;
-    if packs.len() % 4 != 0 || starts.len() != 8 * n || ends.len() != 8 * n {
+    if !packs.len().is_multiple_of(4) || starts.len() != 8 * n || ends.len() != 8 * n {
         return Err(pyo3::exceptions::PyValueError::new_err(
             "near_read: arrays of different lengths",
         ));
