@@ -219,6 +219,11 @@ ORDER_NAMES = (
 @click.option("--depth", type=click.IntRange(min=0), help="Longest delta chain (default: pack.depth, 50).")
 @click.option("--threads", type=click.IntRange(min=0), help="Threads (default: pack.threads, or all cores).")
 @click.option("--ref-delta", is_flag=True, help="Write REF_DELTA entries instead of OFS_DELTA.")
+@click.option(
+    "--repick-backward-deltas",
+    is_flag=True,
+    help="Search new bases for stored tree deltas whose base is an older tree (instead of writing that base early).",
+)
 @click.option("--prune-unreachable", is_flag=True, help="Drop unreachable objects older than gc.pruneExpire.")
 @click.option(
     "-b/-B",
@@ -247,6 +252,7 @@ def repack_cmd(
     depth: int | None,
     threads: int | None,
     ref_delta: bool,
+    repick_backward_deltas: bool,
     prune_unreachable: bool,
     write_bitmap: bool | None,
     dry_run: bool,
@@ -268,6 +274,7 @@ def repack_cmd(
             depth=depth,
             threads=threads,
             ref_delta=ref_delta,
+            repick_backward_deltas=repick_backward_deltas,
             prune_unreachable=prune_unreachable,
             write_bitmap=write_bitmap,
             dry_run=dry_run,

@@ -21,6 +21,7 @@ import numpy as np
 from packorder import _native
 from packorder.errors import CorruptPackError
 from packorder.format.layout import NO_BASE
+from packorder.format.pack import OBJ_TREE
 from packorder.progress import ProgressCallback, run_polled
 from packorder.repo import LOOSE, ObjectTable, Repository, keys, lookup
 
@@ -231,6 +232,7 @@ def search(
     big_file_threshold: int = BIG_FILE_THRESHOLD,
     cache_budget: int = 96 << 20,
     object_limit: int = 1 << 62,
+    repick_backward: bool = False,
     progress: ProgressCallback | None = None,
 ) -> SearchResult:
     """New deltas as `git pack-objects` finds them.
@@ -242,12 +244,68 @@ def search(
     Candidates are objects of at least 50 bytes and at most `big_file_threshold`, sorted by
     `search_order`; each is tried against the `window - 1` candidates before it (see
     native/src/delta_search.rs), never making a chain longer than `depth`.
+
+    With `repick_backward` (and reuse), a stored tree delta whose base Git discovers after it
+    (an older tree: packs made by hosting services hold many) is not reused but searched
+    anew, against trees discovered no later than itself. Orders write trees in discovery
+    order, so such a delta would otherwise pull its base forward, among newer trees.
     """
+    dropped: tuple[np.ndarray, np.ndarray] | None = None
     if reuse_deltas:
         choice = reuse(repo, table, depth)
+        if repick_backward and window > 1 and depth > 0:
+            backward = np.flatnonzero(
+                choice.reused & (table.kinds == OBJ_TREE) & (choice.base > np.arange(table.count))
+            )
+            dropped = (backward, choice.base[backward].copy())
+            choice.base[backward] = -1
     else:
         choice = none(table)
         choice.stored_delta[:] = stored_bases(repo, table)[0]
+    result = _search_from(
+        repo,
+        table,
+        choice,
+        window,
+        depth,
+        threads,
+        reuse_deltas,
+        big_file_threshold,
+        cache_budget,
+        object_limit,
+        dropped is not None,
+        progress,
+    )
+    if dropped is not None:
+        _restore_unmatched(result.choice, *dropped)
+    return result
+
+
+def _restore_unmatched(choice: DeltaChoice, rows: np.ndarray, old_bases: np.ndarray) -> None:
+    """Re-picked deltas for which the search found no base keep their stored delta (rather
+    than being written whole), unless a new delta was made against them as whole objects, or
+    their stored base got a new delta itself (either chain could then grow past what the
+    search allowed)."""
+    assert choice.new is not None
+    keep = (choice.base[rows] < 0) & ~np.isin(rows, choice.base[choice.new]) & ~choice.new[old_bases]
+    choice.base[rows[keep]] = old_bases[keep]
+
+
+def _search_from(
+    repo: Repository,
+    table: ObjectTable,
+    choice: DeltaChoice,
+    window: int,
+    depth: int,
+    threads: int,
+    reuse_deltas: bool,
+    big_file_threshold: int,
+    cache_budget: int,
+    object_limit: int,
+    repick_backward: bool,
+    progress: ProgressCallback | None,
+) -> SearchResult:
+    """The window search of `search`, from a choice of reused deltas."""
     empty = SearchResult(choice, {}, 0, 0, {})
     if window <= 1 or depth <= 0 or table.count == 0:
         return empty
@@ -277,6 +335,8 @@ def search(
     loose = [str(repo.loose.paths[int(table.pos[rows[r]])]) for r in loose_rows]
     same_pack = reuse_deltas & (source != LOOSE) & ~choice.stored_delta[rows]
     bounds = chunk_bounds(table.kinds[rows], table.name_hash[rows], sizes[rows], threads, window)
+    # A tree's base must be discovered no later than it (table order is discovery order).
+    ranks = np.where(table.kinds[rows] == OBJ_TREE, rows, 0).astype(np.uint32).tobytes() if repick_backward else None
     native = _native.DeltaSearch(
         _pack_args(repo, used),
         loose,
@@ -291,6 +351,7 @@ def search(
         threads,
         max(cache_budget // max(threads, 1), 1 << 20),
         object_limit,
+        ranks,
     )
 
     def poll() -> None:

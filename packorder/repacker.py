@@ -70,6 +70,7 @@ class _Options:
     write_bitmap: bool
     verify: str
     prune_grace: int
+    repick_backward: bool = False
 
 
 def _options(
@@ -187,6 +188,7 @@ def _search(
         big_file_threshold=repo.config.get_int("core.bigFileThreshold", deltas_mod.BIG_FILE_THRESHOLD),
         cache_budget=repo.config.get_int("core.deltaBaseCacheLimit", 96 << 20),
         object_limit=physical_memory(),
+        repick_backward=opts.repick_backward,
         progress=progress,
     )
 
@@ -299,6 +301,7 @@ def repack(
     dry_run: bool = False,
     output_dir: str | os.PathLike[str] | None = None,
     verify: str = "full",
+    repick_backward_deltas: bool = False,
     progress: ProgressCallback | None = None,
 ) -> RepackResult:
     """Rewrite every object of the repository into one pack in the chosen order (two when
@@ -308,6 +311,7 @@ def repack(
     seconds: dict[str, float] = {}
     repo = open_repository(repo_path)
     opts = _options(repo, order, no_reuse_delta, window, depth, threads, ref_delta, write_bitmap, verify)
+    opts.repick_backward = repick_backward_deltas
     out_dir = Path(output_dir) if output_dir is not None else repo.pack_dir
     if output_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -341,3 +341,60 @@ def test_corrupt_object_stops_the_search(work: Path) -> None:
     with pytest.raises(CorruptPackError, match=f"{pack.name} is corrupt: corrupt or truncated zlib stream"):
         packorder.repack(work, no_reuse_delta=True)
     assert sorted(str(p) for p in (work / ".git" / "objects").rglob("*")) == listing
+
+
+def test_repick_backward_tree_deltas(tmp_path: Path) -> None:
+    """History received push by push, each as a thin pack (as a hosting service stores it):
+    every new tree is a delta against its parent's, an older tree that Git discovers after
+    it. --repick-backward-deltas searches those anew against newer trees: no tree base is then
+    written ahead of its turn, the pack is no larger, and content is unchanged."""
+    repo = Repo(tmp_path / "pushed")
+    for i in range(40):
+        repo.write(f"dir/file-{i:03d}.txt", f"file {i}\n" * 3)
+    repo.commit("many files")
+    repo.run("repack", "-adq")
+    for c in range(25):
+        repo.write(f"dir/file-{(7 * c) % 40:03d}.txt", f"edit {c}\n" * 3)
+        repo.commit(f"edit {c}")
+        thin = repo.run("pack-objects", "--revs", "--thin", "--stdout", "-q", input=b"HEAD\n^HEAD~1\n")
+        repo.run("index-pack", "--stdin", "--fix-thin", input=thin)
+    for loose in (repo.git_dir / "objects").glob("[0-9a-f][0-9a-f]"):
+        shutil.rmtree(loose)
+    git_dir = repo.git_dir
+
+    def trees_in_discovery_order() -> list[str]:
+        listed = repo.run("rev-list", "--objects", "--all").decode().split("\n")
+        ids = [line.split()[0] for line in listed if line.strip()]
+        types = repo.run("cat-file", "--batch-check=%(objecttype)", input="\n".join(ids).encode() + b"\n").decode()
+        return [i for i, t in zip(ids, types.split(), strict=True) if t == "tree"]
+
+    def contents() -> bytes:
+        return git(None, "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch")
+
+    want = contents()
+    plain = shutil.copytree(repo.path, tmp_path / "plain")
+    moved = packorder.repack(plain, verify="crc")
+    result = packorder.repack(repo.path, repick_backward_deltas=True, verify="full")
+    assert result.new_deltas > moved.new_deltas + 10
+    trees = trees_in_discovery_order()
+    rank = {t: k for k, t in enumerate(trees)}
+
+    def backward_trees(pack: Path) -> list[str]:
+        lay = layout.load(pack)
+        ids = [lay.oid_hex(i) for i in range(lay.count)]
+        return [
+            ids[i]
+            for i in range(lay.count)
+            if ids[i] in rank and lay.base[i] >= 0 and rank[ids[lay.base[i]]] > rank[ids[i]]
+        ]
+
+    (plain_pack,) = sorted((plain / ".git" / "objects" / "pack").glob("*.pack"))
+    (pack,) = repo.pack_files()
+    before, after = backward_trees(plain_pack), backward_trees(pack)
+    assert len(before) >= 10
+    # Left as stored: the newest version of a tree has no newer one to be a delta of (here the
+    # newest `dir` tree), and trees too small to search keep their stored delta.
+    assert len(after) <= 2, after
+    assert pack.stat().st_size <= plain_pack.stat().st_size
+    assert contents() == want
+    git(repo.path, "fsck", "--full")

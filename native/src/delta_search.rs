@@ -50,6 +50,9 @@ pub struct Candidate {
     pub max_depth: u32,
     /// Whether tries against objects of the pack it is stored whole in are skipped.
     pub same_pack: bool,
+    /// Only candidates of no higher rank may be its base (all 0: no constraint). Used to
+    /// re-pick deltas whose stored base would be written after them.
+    pub rank: u32,
 }
 
 pub struct Options {
@@ -109,6 +112,9 @@ impl<'a> ChunkSearch<'a, '_> {
             return Ok(Try::Stop);
         }
         if t.same_pack && t.loc.source == s.loc.source {
+            return Ok(Try::Skip);
+        }
+        if s.rank > t.rank {
             return Ok(Try::Skip);
         }
         let max_depth = u64::from(t.max_depth);

@@ -95,9 +95,10 @@ impl DeltaSearch {
     /// packs: [(path, offsets u64, ends u64, header_lens u8, kinds u8, sizes u64, bases i64)]
     /// in pack order; loose: paths. Candidates, sorted, one element each: kinds u8, sizes
     /// u64, sources i32 (pack index, -1 loose), positions u64 (pack position or loose
-    /// index), max_depths u32, same_pack u8. chunks: i64 boundaries from 0 to the count.
+    /// index), max_depths u32, same_pack u8, ranks u32 (optional: a base may not outrank its
+    /// delta). chunks: i64 boundaries from 0 to the count.
     #[new]
-    #[pyo3(signature = (packs, loose, kinds, sizes, sources, positions, max_depths, same_pack, chunks, window, threads, cache_budget, object_limit))]
+    #[pyo3(signature = (packs, loose, kinds, sizes, sources, positions, max_depths, same_pack, chunks, window, threads, cache_budget, object_limit, ranks=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         packs: Vec<PackArgs<'_>>,
@@ -113,6 +114,7 @@ impl DeltaSearch {
         threads: usize,
         cache_budget: u64,
         object_limit: u64,
+        ranks: Option<&[u8]>,
     ) -> PyResult<Self> {
         let mut srcs = Vec::with_capacity(packs.len());
         for (path, offsets, ends, header_lens, pkinds, psizes, bases) in packs {
@@ -149,12 +151,17 @@ impl DeltaSearch {
         let positions = col(positions, u64::from_ne_bytes);
         let max_depths = col(max_depths, u32::from_ne_bytes);
         let n = kinds.len();
+        let ranks = match ranks {
+            Some(r) => col(r, u32::from_ne_bytes),
+            None => vec![0; n],
+        };
         if [
             sizes.len(),
             sources.len(),
             positions.len(),
             max_depths.len(),
             same_pack.len(),
+            ranks.len(),
         ]
         .iter()
         .any(|&l| l != n)
@@ -175,6 +182,7 @@ impl DeltaSearch {
                 },
                 max_depth: max_depths[i],
                 same_pack: same_pack[i] != 0,
+                rank: ranks[i],
             })
             .collect();
         let chunks: Vec<usize> = col(chunks, i64::from_ne_bytes)
