@@ -277,18 +277,51 @@ def search(
         progress,
     )
     if dropped is not None:
-        _restore_unmatched(result.choice, *dropped)
+        _restore_unmatched(result.choice, *dropped, depth)
     return result
 
 
-def _restore_unmatched(choice: DeltaChoice, rows: np.ndarray, old_bases: np.ndarray) -> None:
+def _restore_unmatched(choice: DeltaChoice, rows: np.ndarray, old_bases: np.ndarray, depth: int) -> None:
     """Re-picked deltas for which the search found no base keep their stored delta (rather
-    than being written whole), unless a new delta was made against them as whole objects, or
-    their stored base got a new delta itself (either chain could then grow past what the
-    search allowed)."""
+    than being written whole), unless a new delta was made against them as whole objects or
+    their stored base got a new delta itself. Restoring re-links chains the search saw cut,
+    so a restoration is undone again wherever a chain would now be longer than `depth` (or,
+    through new deltas, loop)."""
     assert choice.new is not None
     keep = (choice.base[rows] < 0) & ~np.isin(rows, choice.base[choice.new]) & ~choice.new[old_bases]
-    choice.base[rows[keep]] = old_bases[keep]
+    restored = rows[keep]
+    choice.base[restored] = old_bases[keep]
+    while len(restored):
+        over = _over_depth(choice.base, depth)
+        if not len(over):
+            return
+        # Undo the restorations on the chains of the objects that are too deep.
+        on_chain = np.zeros(len(choice.base), dtype=bool)
+        cur = over.copy()
+        for _ in range(depth + 2):
+            on_chain[cur] = True
+            cur = choice.base[cur]
+            cur = cur[cur >= 0]
+            if not len(cur):
+                break
+        undo = restored[on_chain[restored]]
+        if not len(undo):  # not from a restoration (reuse and the search respect depth)
+            return
+        choice.base[undo] = -1
+        restored = restored[~on_chain[restored]]
+
+
+def _over_depth(base: np.ndarray, depth: int) -> np.ndarray:
+    """Objects more than `depth` delta links from their chain's root (or in a loop), found in
+    at most `depth` steps."""
+    cur = base.copy()
+    active = cur >= 0
+    for _ in range(depth):
+        if not active.any():
+            break
+        cur[active] = base[cur[active]]
+        active = cur >= 0
+    return np.flatnonzero(active)
 
 
 def _search_from(

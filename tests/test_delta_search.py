@@ -398,3 +398,27 @@ def test_repick_backward_tree_deltas(tmp_path: Path) -> None:
     assert pack.stat().st_size <= plain_pack.stat().st_size
     assert contents() == want
     git(repo.path, "fsck", "--full")
+
+
+def test_restored_deltas_respect_depth() -> None:
+    """A re-picked delta the search found no base for gets its stored delta back, unless that
+    makes a chain longer than --depth (the search allowed for it being whole)."""
+
+    def choice(bases: list[int], new: list[bool]) -> deltas_mod.DeltaChoice:
+        n = len(bases)
+        return deltas_mod.DeltaChoice(
+            np.array(bases, dtype=np.int64), np.ones(n, dtype=bool), np.zeros(n, dtype=bool), np.array(new)
+        )
+
+    # 1 -> 0, 2 -> 1 (reused); 3 was dropped (stored base 2) and found nothing.
+    rows, old = np.array([3]), np.array([2])
+    c = choice([-1, 0, 1, -1], [False] * 4)
+    deltas_mod._restore_unmatched(c, rows, old, depth=3)
+    assert c.base.tolist() == [-1, 0, 1, 2]
+    c = choice([-1, 0, 1, -1], [False] * 4)
+    deltas_mod._restore_unmatched(c, rows, old, depth=2)
+    assert c.base.tolist() == [-1, 0, 1, -1]
+    # A new delta was made against 3 while it was whole: 3 stays whole.
+    c = choice([-1, 0, 1, -1, 3], [False, False, False, False, True])
+    deltas_mod._restore_unmatched(c, rows, old, depth=10)
+    assert c.base.tolist() == [-1, 0, 1, -1, 3]
