@@ -67,26 +67,7 @@ impl KeptBases {
 
     /// Drop the oldest kept bases until under budget, sparing `newest`.
     fn evict(&self, order: &mut VecDeque<Weak<Base>>, newest: &Arc<Base>) {
-        let mut tries = order.len();
-        while self.used.load(Ordering::Relaxed) > self.budget && tries > 0 {
-            tries -= 1;
-            let Some(weak) = order.pop_front() else { break };
-            let Some(b) = weak.upgrade() else { continue };
-            if Arc::ptr_eq(&b, newest) {
-                order.push_back(weak);
-                continue;
-            }
-            // A base being rebuilt right now is busy: leave it for later.
-            let Ok(mut slot) = b.data.try_lock() else {
-                order.push_back(weak);
-                continue;
-            };
-            if let Some(d) = slot.take() {
-                self.used.fetch_sub(d.capacity() as u64, Ordering::Relaxed);
-                self.count.fetch_sub(1, Ordering::Relaxed);
-                self.evictions.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.evict_down_to(order, self.budget, newest);
     }
 
     /// Evict the oldest kept bases (never `protect`) until `need` more bytes fit in the budget,
@@ -97,6 +78,12 @@ impl KeptBases {
             return;
         }
         let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        self.evict_down_to(&mut order, target, protect);
+    }
+
+    /// Drop the oldest kept bases, never `protect`, until they hold at most `target` bytes or
+    /// every one has been looked at once.
+    fn evict_down_to(&self, order: &mut VecDeque<Weak<Base>>, target: u64, protect: &Arc<Base>) {
         let mut tries = order.len();
         while self.used.load(Ordering::Relaxed) > target && tries > 0 {
             tries -= 1;
@@ -106,6 +93,7 @@ impl KeptBases {
                 order.push_back(weak);
                 continue;
             }
+            // A base being rebuilt right now is busy: leave it for later.
             let Ok(mut slot) = b.data.try_lock() else {
                 order.push_back(weak);
                 continue;
