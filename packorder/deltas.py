@@ -216,6 +216,7 @@ def _pack_args(repo: Repository, used: list[int]) -> list[tuple]:
                 lay.kinds.astype(np.uint8).tobytes(),
                 lay.sizes.astype(np.uint64).tobytes(),
                 lay.base.astype(np.int64).tobytes(),
+                b"",  # no CRCs: the search only reads objects; the writer checks what it copies
             )
         )
     return out

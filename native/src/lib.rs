@@ -1,6 +1,7 @@
 //! packorder._native: module registration and the mapping of errors to Python.
 
 pub mod access_log;
+mod columns;
 pub mod delta;
 pub mod delta_create;
 pub mod delta_search;
@@ -29,6 +30,8 @@ pub mod writer;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+
+use columns::{i32s, i64s, u64s};
 
 pyo3::create_exception!(_native, PackFormatError, pyo3::exceptions::PyException);
 
@@ -183,10 +186,7 @@ fn read_entry_headers<'py>(
     offsets: &[u8],
     object_sizes: bool,
 ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
-    let offs: Vec<u64> = offsets
-        .chunks_exact(8)
-        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-        .collect();
+    let offs = u64s(offsets);
     let h = py
         .detach(|| {
             let pack = source::PackFile::open(&path, false)?;
@@ -223,12 +223,7 @@ fn range_crcs<'py>(
     starts: &[u8],
     ends: &[u8],
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let to_u64 = |b: &[u8]| -> Vec<u64> {
-        b.chunks_exact(8)
-            .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect()
-    };
-    let (starts, ends) = (to_u64(starts), to_u64(ends));
+    let (starts, ends) = (u64s(starts), u64s(ends));
     let out = py
         .detach(|| -> error::Result<Vec<u8>> {
             let pack = source::PackFile::open(&path, false)?;
@@ -336,25 +331,10 @@ fn near_read<'py>(
         ));
     }
     let flags = py.detach(|| {
-        let packs: Vec<i32> = packs
-            .chunks_exact(4)
-            .map(|c| i32::from_ne_bytes(c.try_into().unwrap_or([0; 4])))
-            .collect();
-        let u64s = |b: &[u8]| -> Vec<u64> {
-            b.chunks_exact(8)
-                .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-                .collect()
-        };
-        let flags = nearness::near_read(&packs, &u64s(starts), &u64s(ends), near);
+        let flags = nearness::near_read(&i32s(packs), &u64s(starts), &u64s(ends), near);
         flags.into_iter().map(u8::from).collect::<Vec<u8>>()
     });
     Ok(PyBytes::new(py, &flags))
-}
-
-fn i64s(b: &[u8]) -> Vec<i64> {
-    b.chunks_exact(8)
-        .map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-        .collect()
 }
 
 fn check_nodes(values: &[i64], n: usize, what: &str) -> PyResult<()> {

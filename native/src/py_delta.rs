@@ -8,22 +8,15 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use crate::columns::{self, i32s, i64s, u32s, u64s, SourceArgs};
 use crate::delta_create;
 use crate::delta_search::{search, Candidate, Options};
 use crate::object_read::{Locator, Store, LOOSE};
 use crate::progress::Progress;
-use crate::source::PackFile;
 use crate::to_py_err;
-use crate::writer::Source;
 
 /// Progress phase of the delta search.
 pub const PHASE_DELTAS: u8 = 4;
-
-fn col<T: Copy, const N: usize>(b: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
-    b.chunks_exact(N)
-        .map(|c| f(c.try_into().unwrap_or([0; N])))
-        .collect()
-}
 
 fn bad(what: &str) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(format!("bad delta search input: {what}"))
@@ -64,17 +57,6 @@ impl DeltaIndex {
     }
 }
 
-type Col<'py> = Bound<'py, PyBytes>;
-type PackArgs<'py> = (
-    PathBuf,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-);
-
 struct Job {
     store: Store,
     cands: Vec<Candidate>,
@@ -101,7 +83,7 @@ impl DeltaSearch {
     #[pyo3(signature = (packs, loose, kinds, sizes, sources, positions, max_depths, same_pack, chunks, window, threads, cache_budget, object_limit, ranks=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        packs: Vec<PackArgs<'_>>,
+        packs: Vec<SourceArgs<'_>>,
         loose: Vec<PathBuf>,
         kinds: &[u8],
         sizes: &[u8],
@@ -116,43 +98,18 @@ impl DeltaSearch {
         object_limit: u64,
         ranks: Option<&[u8]>,
     ) -> PyResult<Self> {
-        let mut srcs = Vec::with_capacity(packs.len());
-        for (path, offsets, ends, header_lens, pkinds, psizes, bases) in packs {
-            let pack = PackFile::open(&path, false).map_err(to_py_err)?;
-            let s = Source {
-                pack,
-                path,
-                offsets: col(offsets.as_bytes(), u64::from_ne_bytes),
-                ends: col(ends.as_bytes(), u64::from_ne_bytes),
-                header_lens: header_lens.as_bytes().to_vec(),
-                kinds: pkinds.as_bytes().to_vec(),
-                sizes: col(psizes.as_bytes(), u64::from_ne_bytes),
-                bases: col(bases.as_bytes(), i64::from_ne_bytes),
-                crcs: Vec::new(),
-            };
-            let n = s.offsets.len();
-            if [
-                s.ends.len(),
-                s.header_lens.len(),
-                s.kinds.len(),
-                s.sizes.len(),
-                s.bases.len(),
-            ]
-            .iter()
-            .any(|&l| l != n)
-            {
-                return Err(bad("pack columns differ in length"));
-            }
-            srcs.push(s);
-        }
+        let srcs = packs
+            .into_iter()
+            .map(columns::source)
+            .collect::<PyResult<Vec<_>>>()?;
         let store = Store::new(srcs, loose, object_limit).map_err(to_py_err)?;
-        let sizes = col(sizes, u64::from_ne_bytes);
-        let sources = col(sources, i32::from_ne_bytes);
-        let positions = col(positions, u64::from_ne_bytes);
-        let max_depths = col(max_depths, u32::from_ne_bytes);
+        let sizes = u64s(sizes);
+        let sources = i32s(sources);
+        let positions = u64s(positions);
+        let max_depths = u32s(max_depths);
         let n = kinds.len();
         let ranks = match ranks {
-            Some(r) => col(r, u32::from_ne_bytes),
+            Some(r) => u32s(r),
             None => vec![0; n],
         };
         if [
@@ -185,7 +142,7 @@ impl DeltaSearch {
                 rank: ranks[i],
             })
             .collect();
-        let chunks: Vec<usize> = col(chunks, i64::from_ne_bytes)
+        let chunks: Vec<usize> = i64s(chunks)
             .into_iter()
             .map(|c| c.max(0) as usize)
             .collect();

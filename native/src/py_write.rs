@@ -7,31 +7,13 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
+use crate::columns::{self, i64s, u32s, u64s, Col, SourceArgs};
 use crate::entry::{ObjectId, RAWSZ};
 use crate::error::PackError;
 use crate::progress::Progress;
 use crate::revlist::RevListParser;
-use crate::source::PackFile;
 use crate::to_py_err;
 use crate::writer::{write_pack, Plan, Source};
-
-fn u64s(b: &[u8]) -> Vec<u64> {
-    b.chunks_exact(8)
-        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-        .collect()
-}
-
-fn i64s(b: &[u8]) -> Vec<i64> {
-    b.chunks_exact(8)
-        .map(|c| i64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-        .collect()
-}
-
-fn u32s(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4)
-        .map(|c| u32::from_ne_bytes(c.try_into().unwrap_or([0; 4])))
-        .collect()
-}
 
 fn ids(b: &[u8]) -> Vec<ObjectId> {
     b.chunks_exact(RAWSZ)
@@ -103,18 +85,6 @@ pub struct PackWriter {
     job: Mutex<Option<(Vec<Source>, Plan)>>,
 }
 
-type Col<'py> = Bound<'py, PyBytes>;
-type SourceArgs<'py> = (
-    PathBuf,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-);
-
 #[pymethods]
 impl PackWriter {
     /// sources: [(path, offsets u64, ends u64, header_lens u8, kinds u8, sizes u64, bases i64,
@@ -137,40 +107,10 @@ impl PackWriter {
         level: u32,
         object_limit: u64,
     ) -> PyResult<Self> {
-        let mut srcs = Vec::with_capacity(sources.len());
-        for (path, offsets, ends, header_lens, skinds, sizes, bases, crcs) in sources {
-            let pack = PackFile::open(&path, false).map_err(to_py_err)?;
-            let s = Source {
-                pack,
-                path,
-                offsets: u64s(offsets.as_bytes()),
-                ends: u64s(ends.as_bytes()),
-                header_lens: header_lens.as_bytes().to_vec(),
-                kinds: skinds.as_bytes().to_vec(),
-                sizes: u64s(sizes.as_bytes()),
-                bases: i64s(bases.as_bytes()),
-                crcs: u32s(crcs.as_bytes()),
-            };
-            let n = s.offsets.len();
-            let crcs_ok = s.crcs.is_empty() || s.crcs.len() == n;
-            if !crcs_ok
-                || [
-                    s.ends.len(),
-                    s.header_lens.len(),
-                    s.kinds.len(),
-                    s.sizes.len(),
-                    s.bases.len(),
-                ]
-                .iter()
-                .any(|&l| l != n)
-            {
-                return Err(bad_plan("source columns differ in length"));
-            }
-            if s.bases.iter().any(|&b| b >= n as i64) {
-                return Err(bad_plan("source base out of range"));
-            }
-            srcs.push(s);
-        }
+        let srcs = sources
+            .into_iter()
+            .map(columns::source)
+            .collect::<PyResult<Vec<Source>>>()?;
         let plan = Plan {
             how: how.to_vec(),
             src: u32s(src),

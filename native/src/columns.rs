@@ -1,0 +1,84 @@
+//! Arrays that Python passes as bytes (native-endian numpy buffers), decoded; and the pack
+//! sources that the writer and the delta search both read, decoded from those arrays.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::source::PackFile;
+use crate::to_py_err;
+use crate::writer::Source;
+
+fn decode<T, const N: usize>(b: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
+    b.chunks_exact(N)
+        .map(|c| f(c.try_into().unwrap_or([0; N])))
+        .collect()
+}
+
+pub(crate) fn u64s(b: &[u8]) -> Vec<u64> {
+    decode(b, u64::from_ne_bytes)
+}
+
+pub(crate) fn i64s(b: &[u8]) -> Vec<i64> {
+    decode(b, i64::from_ne_bytes)
+}
+
+pub(crate) fn u32s(b: &[u8]) -> Vec<u32> {
+    decode(b, u32::from_ne_bytes)
+}
+
+pub(crate) fn i32s(b: &[u8]) -> Vec<i32> {
+    decode(b, i32::from_ne_bytes)
+}
+
+pub(crate) type Col<'py> = Bound<'py, PyBytes>;
+
+/// A source pack as Python describes it: (path, offsets u64, ends u64, header_lens u8,
+/// kinds u8, sizes u64, bases i64, crcs u32 or empty), every array in pack order.
+pub(crate) type SourceArgs<'py> = (
+    PathBuf,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+);
+
+/// Open and check one source pack: columns of one length, delta bases within the pack.
+pub(crate) fn source(args: SourceArgs<'_>) -> PyResult<Source> {
+    let (path, offsets, ends, header_lens, kinds, sizes, bases, crcs) = args;
+    let pack = PackFile::open(&path, false).map_err(to_py_err)?;
+    let s = Source {
+        pack,
+        path,
+        offsets: u64s(offsets.as_bytes()),
+        ends: u64s(ends.as_bytes()),
+        header_lens: header_lens.as_bytes().to_vec(),
+        kinds: kinds.as_bytes().to_vec(),
+        sizes: u64s(sizes.as_bytes()),
+        bases: i64s(bases.as_bytes()),
+        crcs: u32s(crcs.as_bytes()),
+    };
+    let n = s.offsets.len();
+    let lengths = [
+        s.ends.len(),
+        s.header_lens.len(),
+        s.kinds.len(),
+        s.sizes.len(),
+        s.bases.len(),
+    ];
+    if lengths.iter().any(|&l| l != n) || !(s.crcs.is_empty() || s.crcs.len() == n) {
+        return Err(bad_source(&s.path, "columns differ in length"));
+    }
+    if s.bases.iter().any(|&b| b >= n as i64) {
+        return Err(bad_source(&s.path, "a delta base out of range"));
+    }
+    Ok(s)
+}
+
+fn bad_source(path: &std::path::Path, what: &str) -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(format!("bad pack source {}: {what}", path.display()))
+}
