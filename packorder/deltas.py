@@ -22,7 +22,7 @@ from packorder import _native
 from packorder.errors import CorruptPackError
 from packorder.format.layout import NO_BASE
 from packorder.format.pack import OBJ_TREE
-from packorder.progress import ProgressCallback, run_polled
+from packorder.progress import ProgressCallback, run_native_job
 from packorder.repo import LOOSE, ObjectTable, Repository, keys, lookup
 
 
@@ -388,18 +388,7 @@ def _search_from(
         ranks,
     )
 
-    def poll() -> None:
-        if progress is not None:
-            _, done, total = native.progress()
-            progress("Compressing objects", done, total)
-
-    try:
-        bases_b, delta_list, stats = run_polled(native.run, poll, native.cancel)
-    except _native.PackFormatError as e:
-        message, offset = e.args
-        raise CorruptPackError(message, offset) from None
-    if progress is not None:
-        progress("Compressing objects", len(rows), len(rows))
+    bases_b, delta_list, stats = run_native_job(native, native.run, "Compressing objects", len(rows), progress)
     found = np.frombuffer(bases_b, dtype=np.int64)
     got = np.flatnonzero(found >= 0)
     targets = rows[got]

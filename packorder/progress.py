@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 T = TypeVar("T")
 
@@ -93,3 +93,25 @@ def run_polled(
     if error:
         raise error[0]
     return result[0]
+
+
+def run_native_job(job: Any, work: Callable[[], T], title: str, count: int, progress: ProgressCallback | None) -> T:
+    """`run_polled` for a native job object (`progress()` -> (phase, done, total), `cancel()`):
+    its counts shown under `title`, then `count` of `count` once done. A pack that turns out
+    to be broken on the way raises CorruptPackError."""
+    from packorder import _native  # here: the command line imports this module before it needs the core
+    from packorder.errors import CorruptPackError
+
+    def poll() -> None:
+        if progress is not None:
+            _, done, total = job.progress()
+            progress(title, done, total)
+
+    try:
+        result = run_polled(work, poll, job.cancel)
+    except _native.PackFormatError as e:
+        message, offset = e.args
+        raise CorruptPackError(message, offset) from None
+    if progress is not None:
+        progress(title, count, count)
+    return result

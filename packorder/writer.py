@@ -21,11 +21,11 @@ import numpy as np
 
 from packorder import _native
 from packorder.deltas import DeltaChoice
-from packorder.errors import CorruptPackError, PackError
+from packorder.errors import PackError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
-from packorder.progress import ProgressCallback, run_polled
+from packorder.progress import ProgressCallback, run_native_job, run_polled
 from packorder.repo import LOOSE, ObjectTable, Repository, keys
 
 COPY_WHOLE, COPY_DELTA, FROM_PACK, FROM_LOOSE, NEW_DELTA = 0, 1, 2, 3, 4
@@ -162,18 +162,9 @@ def write(
         object_limit,
     )
 
-    def poll() -> None:
-        if progress is not None:
-            _, done, total = writer.progress()
-            progress("Writing objects", done, total)
-
-    try:
-        offsets_b, crcs_b, checksum, size = run_polled(lambda: writer.write(str(path)), poll, writer.cancel)
-    except _native.PackFormatError as e:
-        message, offset = e.args
-        raise CorruptPackError(message, offset) from None
-    if progress is not None:
-        progress("Writing objects", len(plan.how), len(plan.how))
+    offsets_b, crcs_b, checksum, size = run_native_job(
+        writer, lambda: writer.write(str(path)), "Writing objects", len(plan.how), progress
+    )
     offsets = np.frombuffer(offsets_b, dtype=np.uint64)
     crcs = np.frombuffer(crcs_b, dtype=">u4").astype(np.uint32)
     return WrittenPack(path, checksum, int(size), offsets, crcs, plan)
