@@ -108,16 +108,7 @@ def git_write_order(kinds: np.ndarray, tagged: np.ndarray, base: np.ndarray) -> 
     w = _Writer(n)
     if n == 0:
         return w.result()
-    tagged_at = np.flatnonzero(tagged)
-    last_untagged = int(tagged_at[0]) if len(tagged_at) else n
-    # Objects in discovery order up to the first tag tip.
-    w.add(np.arange(last_untagged))
-    # Then all the tag tips together.
-    w.add(tagged_at)
-    rest = np.arange(last_untagged, n)
-    # Then the remaining commits and tags, then all trees.
-    w.add(rest[(kinds[rest] == COMMIT) | (kinds[rest] == TAG)])
-    w.add(rest[kinds[rest] == TREE])
+    rest = _tag_tips_commits_trees(w, kinds, tagged)
     # Finally everything else, a delta family at a time from its chain root, families in the
     # order of their first member not yet written. Writing a family fills only its own
     # members, so that order can be read off before writing any.
@@ -130,6 +121,21 @@ def git_write_order(kinds: np.ndarray, tagged: np.ndarray, base: np.ndarray) -> 
     if len(out) != n:
         raise AssertionError(f"ordered {len(out)} objects, expected {n}")
     return out
+
+
+def _tag_tips_commits_trees(w: _Writer, kinds: np.ndarray, tagged: np.ndarray) -> np.ndarray:
+    """The first phases of Git's write order: objects in discovery order up to the first tag
+    tip, all the tag tips together, the remaining commits and tags, then all trees. Returns
+    the objects from the first tag tip on (what later phases choose from)."""
+    n = len(kinds)
+    tagged_at = np.flatnonzero(tagged)
+    last_untagged = int(tagged_at[0]) if len(tagged_at) else n
+    w.add(np.arange(last_untagged))
+    w.add(tagged_at)
+    rest = np.arange(last_untagged, n)
+    w.add(rest[(kinds[rest] == COMMIT) | (kinds[rest] == TAG)])
+    w.add(rest[kinds[rest] == TREE])
+    return rest
 
 
 def recency(objs: OrderInput) -> np.ndarray:
@@ -370,15 +376,8 @@ def recency_depth_first(objs: OrderInput) -> np.ndarray:
     kinds = objs.kinds
     if np.isin(kinds, (OFS_DELTA, REF_DELTA)).any():
         raise ValueError("recency order takes real object types")
-    n = objs.count
-    w = _Writer(n)
-    tagged_at = np.flatnonzero(objs.tagged)
-    last_untagged = int(tagged_at[0]) if len(tagged_at) else n
-    w.add(np.arange(last_untagged))
-    w.add(tagged_at)
-    rest = np.arange(last_untagged, n)
-    w.add(rest[(kinds[rest] == COMMIT) | (kinds[rest] == TAG)])
-    w.add(rest[kinds[rest] == TREE])
+    w = _Writer(objs.count)
+    rest = _tag_tips_commits_trees(w, kinds, objs.tagged)
     _depth_first_families(w, objs, rest)
     return w.result()
 
