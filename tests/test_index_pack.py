@@ -96,6 +96,26 @@ def test_tiny_budget_rebuilds_bases_and_still_matches(packs: dict[str, Path], tm
     assert result.stats["evictions"] > 0 and result.stats["rebuilds"] > 0
 
 
+def test_large_families_keep_within_budget_plus_largest_with_threads(tmp_path: Path) -> None:
+    """Two threads under a budget smaller than two large bases: kept bases stay within the
+    budget plus the largest object (a large family's subtree is resolved on one thread), and
+    nothing is rebuilt."""
+    pack = tmp_path / "chain.pack"
+    maker = Path(__file__).resolve().parent.parent / "scripts" / "make_chain_pack.py"
+    subprocess.run(
+        [sys.executable, str(maker), str(pack), "--files", "2", "--size-mib", "2", "--depth", "8", "--siblings", "2"],
+        check=True,
+        capture_output=True,
+    )
+    want_idx, want_rev = git_index(pack, tmp_path / "git")
+    budget, largest = 1 << 20, 2 << 20
+    for _ in range(3):  # two threads meeting in one family is a matter of timing
+        result, idx, rev = our_index(pack, tmp_path / "ours", max_memory=budget, threads=2)
+        assert (idx, rev) == (want_idx, want_rev)
+        assert result.stats["peak_kept_bytes"] <= budget + largest
+        assert result.stats["rebuilds"] == 0
+
+
 def test_large_objects_are_streamed(big_pack: Path, tmp_path: Path) -> None:
     want_idx, want_rev = git_index(big_pack, tmp_path / "git")
     result, idx, rev = our_index(big_pack, tmp_path / "ours", threads=2)

@@ -11,13 +11,15 @@
 //! family does not serialize on one thread as it does in Git (which splits work by root).
 //!
 //! Large objects (a base or a result of at least `big_threshold` bytes) are admitted by a gate:
-//! room is made among the kept bases first, then the object may be allocated if kept bases
-//! plus large objects in flight plus it stay within the budget plus the largest object seen,
-//! or if no other large object is in flight (so one always proceeds); otherwise its thread
-//! waits for one to finish. What objects hold together thus stays within the budget plus the
-//! largest object however many threads run, and large objects still resolve in parallel when
-//! the budget has room for them (small objects in flight add at most threads × 2 ×
-//! big_threshold).
+//! room is made among the kept bases first, then a thread may go on if kept bases plus the
+//! other admitted objects plus its own stay within the budget plus the largest object seen,
+//! or if no other thread holds an admission (so one always proceeds); otherwise it waits. An
+//! admitted thread resolves the whole subtree below its large object itself, depth first, and
+//! gives the admission back only then: two threads on sibling subtrees of one large family
+//! would each keep a large base. What objects hold together thus stays within the budget
+//! plus the largest object however many threads run, and large families still resolve in
+//! parallel when the budget has room for them (small objects in flight add at most threads ×
+//! 2 × big_threshold).
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -105,6 +107,14 @@ fn release_if_large(buf: &mut Vec<u8>) {
     if buf.capacity() > KEEP_BUFFER_LIMIT {
         *buf = Vec::new();
     }
+}
+
+/// What resolving one delta left to do.
+struct Resolved<'g> {
+    /// Its large-object admission, if one was taken.
+    ticket: Option<Ticket<'g>>,
+    /// Itself as a kept base, with the children it was claimed for.
+    next: Option<(Arc<Base>, Vec<u32>)>,
 }
 
 struct Resolver<'a> {
@@ -292,19 +302,6 @@ impl<'a> Resolver<'a> {
         children
     }
 
-    /// Keep `base`'s data while its `children` need it, and queue them.
-    fn spawn_children<'s>(
-        &'s self,
-        s: &rayon::Scope<'s>,
-        base: Arc<Base>,
-        data: Vec<u8>,
-        children: Vec<u32>,
-    ) {
-        base.pending.store(children.len() as u32, Ordering::Relaxed);
-        self.kept.keep(&base, Arc::new(data));
-        self.spawn_kept(s, base, children);
-    }
-
     /// Queue the `children` of a base whose data is already kept.
     fn spawn_kept<'s>(&'s self, s: &rayon::Scope<'s>, base: Arc<Base>, children: Vec<u32>) {
         // rayon runs the last spawned first: spawn in reverse to resolve in pack order.
@@ -315,8 +312,13 @@ impl<'a> Resolver<'a> {
     }
 
     /// Apply delta `ci` to its base into this thread's result buffer; returns the new id and,
-    /// for a large object, its admission, held until the result is kept or dropped.
-    fn apply_child(&self, base: &Arc<Base>, ci: usize) -> Result<(ObjectId, Option<Ticket<'_>>)> {
+    /// for a large object when `admit` (the thread holds no admission yet), its admission.
+    fn apply_child(
+        &self,
+        base: &Arc<Base>,
+        ci: usize,
+        admit: bool,
+    ) -> Result<(ObjectId, Option<Ticket<'_>>)> {
         let offset = self.table.offsets[ci];
         self.delta_inflations.fetch_add(1, Ordering::Relaxed);
         DELTA_BUF.with(|db| {
@@ -324,17 +326,18 @@ impl<'a> Resolver<'a> {
                 let (mut db, mut rb) = (db.borrow_mut(), rb.borrow_mut());
                 self.inflate_entry_into(ci, &mut db)?;
                 let (_, result_size, _) = delta_sizes(&db, offset)?;
-                let big = (base.size.max(result_size) >= self.opts.big_threshold).then(|| {
-                    // A base evicted from memory is rebuilt first: count it (and the step
-                    // before it) as in flight too.
-                    let evicted = base
-                        .data
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .is_none();
-                    let rebuild = if evicted { 2 * base.size } else { 0 };
-                    self.gate.admit(result_size + rebuild, &self.kept, base)
-                });
+                let big =
+                    (admit && base.size.max(result_size) >= self.opts.big_threshold).then(|| {
+                        // A base evicted from memory is rebuilt first: count it (and the step
+                        // before it) as in flight too.
+                        let evicted = base
+                            .data
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .is_none();
+                        let rebuild = if evicted { 2 * base.size } else { 0 };
+                        self.gate.admit(result_size + rebuild, &self.kept, base)
+                    });
                 let base_data = self.data_of(base)?;
                 apply_delta_into(&base_data, &db, offset, self.opts.object_limit, &mut rb)?;
                 drop(base_data);
@@ -347,19 +350,25 @@ impl<'a> Resolver<'a> {
         })
     }
 
-    fn resolve_child<'s>(&'s self, s: &rayon::Scope<'s>, base: Arc<Base>, c: u32) {
+    /// Resolve delta `c` of `base`. Returns None if nothing more is to be done (stopped, or
+    /// failed); else the large-object admission taken for it (only when `admit`) and, if it
+    /// has children, itself as a kept base with the children it was claimed for.
+    fn step(&self, base: &Arc<Base>, c: u32, admit: bool) -> Option<Resolved<'_>> {
         let ci = c as usize;
         let result = if self.stopped() {
             None
         } else {
-            Some(self.apply_child(&base, ci))
+            Some(self.apply_child(base, ci, admit))
         };
         if base.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.kept.release(&base);
+            self.kept.release(base);
         }
-        let (id, _big) = match result {
-            None => return,
-            Some(Err(e)) => return self.fail(e),
+        let (id, ticket) = match result {
+            None => return None,
+            Some(Err(e)) => {
+                self.fail(e);
+                return None;
+            }
             Some(Ok(r)) => r,
         };
         self.oids.set(ci, id);
@@ -378,18 +387,65 @@ impl<'a> Resolver<'a> {
                 std::mem::take(&mut *rb)
             }
         });
-        if children.is_empty() {
-            return;
-        }
-        let child = Arc::new(Base {
-            entry: c,
-            kind: base.kind,
-            size: data.len() as u64,
-            parent: Some(base),
-            data: Mutex::new(None),
-            pending: AtomicU32::new(0),
+        let next = (!children.is_empty()).then(|| {
+            let child = Arc::new(Base {
+                entry: c,
+                kind: base.kind,
+                size: data.len() as u64,
+                parent: Some(base.clone()),
+                data: Mutex::new(None),
+                pending: AtomicU32::new(children.len() as u32),
+            });
+            self.kept.keep(&child, Arc::new(data));
+            (child, children)
         });
-        self.spawn_children(s, child, data, children);
+        Some(Resolved { ticket, next })
+    }
+
+    fn resolve_child<'s>(&'s self, s: &rayon::Scope<'s>, base: Arc<Base>, c: u32) {
+        let Some(Resolved { ticket, next }) = self.step(&base, c, true) else {
+            return;
+        };
+        let Some((child, children)) = next else {
+            return;
+        };
+        match ticket {
+            // A large object's subtree stays on this thread, admitted as a whole.
+            Some(t) => {
+                self.resolve_serially(s, child, children);
+                drop(t);
+            }
+            None => self.spawn_kept(s, child, children),
+        }
+    }
+
+    /// Resolve the subtree below a large kept `base` on this thread, which holds an admission
+    /// for it: siblings one after the other, depth first, each large base kept only while its
+    /// own children need it. Subtrees below small objects go back to the pool. One thread per
+    /// large subtree is what keeps memory within the budget plus the largest object however
+    /// many threads run (two threads on sibling subtrees of one family would each keep a base).
+    fn resolve_serially<'s>(&'s self, s: &rayon::Scope<'s>, base: Arc<Base>, children: Vec<u32>) {
+        let mut stack = vec![(base, children, 0usize)];
+        while let Some((base, children, next)) = stack.last_mut() {
+            let Some(&c) = children.get(*next) else {
+                stack.pop();
+                continue;
+            };
+            *next += 1;
+            let base = base.clone();
+            let Some(Resolved {
+                next: Some((child, grandchildren)),
+                ..
+            }) = self.step(&base, c, false)
+            else {
+                continue;
+            };
+            if child.size >= self.opts.big_threshold {
+                stack.push((child, grandchildren, 0));
+            } else {
+                self.spawn_kept(s, child, grandchildren);
+            }
+        }
     }
 
     fn has_children(&self, i: usize, id: &ObjectId) -> bool {
@@ -426,8 +482,15 @@ impl<'a> Resolver<'a> {
         self.base_inflations.fetch_add(1, Ordering::Relaxed);
         base.pending.store(children.len() as u32, Ordering::Relaxed);
         self.kept.keep(&base, Arc::new(data));
-        drop(big);
-        rayon::scope(|s| self.spawn_kept(s, base, children));
+        rayon::scope(|s| match big {
+            // Given back before the scope waits for the tasks spawned from the subtree: a
+            // holder never waits.
+            Some(t) => {
+                self.resolve_serially(s, base, children);
+                drop(t);
+            }
+            None => self.spawn_kept(s, base, children),
+        });
     }
 }
 

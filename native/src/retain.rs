@@ -115,14 +115,22 @@ impl KeptBases {
     }
 }
 
-/// Admission of large objects; see the module comment.
+/// Admission of large objects; see resolve.rs. A holder is a thread working on a large object
+/// or, through the whole of it, on the subtree below one (resolved on that thread alone).
 pub(crate) struct Gate {
-    pub(crate) in_flight: Mutex<u64>,
+    pub(crate) state: Mutex<GateState>,
     pub(crate) released: Condvar,
     pub(crate) largest: AtomicU64,
 }
 
-/// A large object's admission, given back when its data is kept or dropped.
+#[derive(Default)]
+pub(crate) struct GateState {
+    holders: u32,
+    in_flight: u64,
+}
+
+/// A large object's admission, given back when its thread is done with it (and with the
+/// subtree below it).
 pub(crate) struct Ticket<'a> {
     gate: &'a Gate,
     bytes: u64,
@@ -130,12 +138,9 @@ pub(crate) struct Ticket<'a> {
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        let mut n = self
-            .gate
-            .in_flight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        *n -= self.bytes;
+        let mut st = self.gate.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.holders -= 1;
+        st.in_flight -= self.bytes;
         self.gate.released.notify_all();
     }
 }
@@ -143,12 +148,16 @@ impl Drop for Ticket<'_> {
 impl Gate {
     pub(crate) fn new() -> Self {
         Gate {
-            in_flight: Mutex::new(0),
+            state: Mutex::new(GateState::default()),
             released: Condvar::new(),
             largest: AtomicU64::new(0),
         }
     }
 
+    /// Wait until `need` more bytes fit beside the kept bases and the other holders' objects
+    /// within the budget plus the largest object, or until nobody else holds a large object
+    /// (so one thread always proceeds). A holder never waits for anything, so a waiter always
+    /// gets in eventually.
     pub(crate) fn admit<'a>(
         &'a self,
         need: u64,
@@ -157,17 +166,18 @@ impl Gate {
     ) -> Ticket<'a> {
         let largest = self.largest.fetch_max(need, Ordering::Relaxed).max(need);
         kept.make_room(need, protect);
-        let mut n = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            let held = kept.used.load(Ordering::Relaxed) + *n;
-            if *n == 0 || held + need <= kept.budget + largest {
-                *n += need;
+            let held = kept.used.load(Ordering::Relaxed) + st.in_flight;
+            if st.holders == 0 || held + need <= kept.budget + largest {
+                st.holders += 1;
+                st.in_flight += need;
                 return Ticket {
                     gate: self,
                     bytes: need,
                 };
             }
-            n = self.released.wait(n).unwrap_or_else(|e| e.into_inner());
+            st = self.released.wait(st).unwrap_or_else(|e| e.into_inner());
         }
     }
 }
