@@ -30,6 +30,10 @@ fn compress_bound(size: u64) -> u64 {
     size + (size >> 12) + (size >> 14) + (size >> 25) + 13
 }
 
+/// What inflating one entry gives: compressed bytes used, CRC32 of the raw entry, and the id
+/// of a whole object.
+type Inflated = (u64, u32, Option<[u8; RAWSZ]>);
+
 pub(crate) struct Scanner<'a> {
     pack: &'a PackFile,
     window: Window<'a>,
@@ -106,7 +110,7 @@ impl<'a> Scanner<'a> {
         offset: u64,
         h: &EntryHeader,
         probing: bool,
-    ) -> Result<Option<(u64, u32, Option<[u8; RAWSZ]>)>> {
+    ) -> Result<Option<Inflated>> {
         let size = h.size as usize;
         if self.scratch.len() < size {
             self.scratch.resize(size, 0);
@@ -148,7 +152,7 @@ impl<'a> Scanner<'a> {
         &mut self,
         offset: u64,
         h: &EntryHeader,
-    ) -> Result<(u64, u32, Option<[u8; RAWSZ]>)> {
+    ) -> Result<Inflated> {
         let limit = self.window.limit();
         let mut crc = crc32fast::Hasher::new();
         let mut head = vec![0u8; h.header_len];

@@ -100,11 +100,11 @@ impl Table {
     pub fn ofs_children(&self) -> Result<(Vec<u32>, Vec<u32>)> {
         let n = self.len();
         let mut base_of = vec![u32::MAX; n];
-        for i in 0..n {
+        for (i, slot) in base_of.iter_mut().enumerate() {
             if self.kinds[i] == OBJ_OFS_DELTA {
                 let b = self.ofs_bases[i];
                 match self.offsets[..i].binary_search(&b) {
-                    Ok(k) => base_of[i] = k as u32,
+                    Ok(k) => *slot = k as u32,
                     Err(_) => {
                         return Err(PackError::at(
                             self.offsets[i],
