@@ -11,9 +11,9 @@
 //! family does not serialize on one thread as it does in Git (which splits work by root).
 //!
 //! Large objects (a base or a result of at least `big_threshold` bytes) are admitted by a gate:
-//! room is made among the kept bases first, then a thread may go on if kept bases plus the
-//! other admitted objects plus its own stay within the budget plus the largest object seen,
-//! or if no other thread holds an admission (so one always proceeds); otherwise it waits. An
+//! a thread may go on if kept bases plus the other admitted objects plus its own stay within
+//! the budget plus the largest object seen, or if no other thread holds an admission (so one
+//! always proceeds), and then makes room among the kept bases; otherwise it waits. An
 //! admitted thread resolves the whole subtree below its large object itself, depth first, and
 //! gives the admission back only then: two threads on sibling subtrees of one large family
 //! would each keep a large base. What objects hold together thus stays within the budget

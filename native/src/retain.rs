@@ -165,19 +165,23 @@ impl Gate {
         protect: &Arc<Base>,
     ) -> Ticket<'a> {
         let largest = self.largest.fetch_max(need, Ordering::Relaxed).max(need);
-        kept.make_room(need, protect);
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             let held = kept.used.load(Ordering::Relaxed) + st.in_flight;
             if st.holders == 0 || held + need <= kept.budget + largest {
                 st.holders += 1;
                 st.in_flight += need;
-                return Ticket {
-                    gate: self,
-                    bytes: need,
-                };
+                break;
             }
             st = self.released.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(st);
+        // Room is made only once admitted: a waiter evicting now would take the bases of the
+        // holder it waits for, which would then rebuild them.
+        kept.make_room(need, protect);
+        Ticket {
+            gate: self,
+            bytes: need,
         }
     }
 }
