@@ -148,11 +148,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Inflate an entry in chunks without holding it; exact diagnostics for broken streams.
-    fn inflate_streaming(
-        &mut self,
-        offset: u64,
-        h: &EntryHeader,
-    ) -> Result<Inflated> {
+    fn inflate_streaming(&mut self, offset: u64, h: &EntryHeader) -> Result<Inflated> {
         let limit = self.window.limit();
         let mut crc = crc32fast::Hasher::new();
         let mut head = vec![0u8; h.header_len];
