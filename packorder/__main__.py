@@ -1,6 +1,6 @@
 """`python -m packorder`: the same command line as the `packorder` script."""
 
-from packorder.cli import main
+from packorder.launch import main
 
 if __name__ == "__main__":
-    main(prog_name="packorder")
+    main()

@@ -4,17 +4,13 @@ render the result. Every PackError becomes one `fatal:` line and exit status 1 (
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
 from packorder import progress as progress_mod
-from packorder.errors import Interrupted, PackError, UsageError
+from packorder.cli_base import guarded, print_json
+from packorder.errors import PackError
 from packorder.seek.command import seekstats_cmd
 from packorder.study_command import experiment_cmd
 
@@ -33,146 +29,24 @@ def parse_size(value: str | None) -> int | None:
         raise click.BadParameter(f"not a size: {value!r} (use a number with an optional k, m or g)") from None
 
 
-def to_jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-def print_json(value: Any) -> None:
-    json.dump(to_jsonable(value), sys.stdout, indent=2, sort_keys=True)
-    sys.stdout.write("\n")
-
-
-def fail(message: str, status: int = 1) -> None:
-    click.echo(f"fatal: {message}", err=True)
-    sys.exit(status)
-
-
-def guarded(fn: Callable[..., None]) -> Callable[..., None]:
-    """Turn library errors into one line on stderr and an exit status; never a traceback."""
-
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        try:
-            fn(*args, **kwargs)
-        except UsageError as e:
-            fail(str(e), 2)
-        except Interrupted:
-            fail("interrupted", 130)
-        except PackError as e:
-            fail(str(e))
-        except KeyboardInterrupt:
-            fail("interrupted", 130)
-        except MemoryError:
-            fail("out of memory")
-        except BrokenPipeError:
-            sys.exit(1)
-        except OSError as e:  # a file we were told to read or write
-            fail(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
-        except BaseException as e:
-            # A panic in the native core arrives as pyo3's PanicException (a BaseException).
-            if type(e).__name__ == "PanicException":
-                fail(f"internal error in the native core: {e}")
-            raise
-
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
-    return wrapper
-
-
 @click.group(context_settings=CONTEXT)
 @click.version_option(package_name="packorder")
 def main() -> None:
     """Write Git packs in an order chosen for locality, index packs fast, measure seeks."""
 
 
-def parse_index_version(value: str | None) -> tuple[int | None, int | None]:
-    if value is None:
-        return None, None
-    version, _, limit = value.partition(",")
-    try:
-        return int(version), (int(limit, 0) if limit else None)
-    except ValueError:
-        raise click.BadParameter(f"bad index version '{value}'") from None
-
-
-@main.command("index-pack", context_settings=CONTEXT)
-@click.argument("pack", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-o", "output", type=click.Path(dir_okay=False, path_type=Path), help="Write the index to FILE.")
-@click.option("--stdin", "from_stdin", is_flag=True, help="Read the pack from standard input into the repository.")
-@click.option("--fix-thin", is_flag=True, help="Complete a thin pack with bases from the repository (--stdin).")
-@click.option(
-    "--keep", is_flag=False, flag_value="", default=None, metavar="[MSG]", help="Write a .keep file (--stdin)."
+@main.command(
+    "index-pack",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+    help="Build the .idx and .rev of PACK, byte-identical to `git index-pack`.",
 )
-@click.option("--verify", is_flag=True, help="Check that the existing index matches the pack; write nothing.")
-@click.option("--index-version", "index_version", metavar="V[,OFFSET]", help="Index version 1 or 2 (default 2).")
-@click.option("--rev-index/--no-rev-index", default=None, help="Write a .rev too (default: pack.writeReverseIndex).")
-@click.option("--threads", type=click.IntRange(min=0), default=None, help="Threads (default: all cores).")
-@click.option("--max-memory", metavar="SIZE", help="Budget for kept delta bases (default: 96m per thread).")
-@click.option("--no-collision-detection", is_flag=True, help="Plain SHA-1 (faster, unsafe against attacks).")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), help="Repository for --stdin.")
-@click.option("-v", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
-@click.option("-q", "quiet", is_flag=True, help="No progress.")
-@click.option("--json", "as_json", is_flag=True, help="Print counts, sizes, times and peak memory as JSON.")
-@guarded
-def index_pack_cmd(
-    pack: Path | None,
-    output: Path | None,
-    from_stdin: bool,
-    fix_thin: bool,
-    keep: str | None,
-    verify: bool,
-    index_version: str | None,
-    rev_index: bool | None,
-    threads: int | None,
-    max_memory: str | None,
-    no_collision_detection: bool,
-    repo: Path | None,
-    verbose: bool,
-    quiet: bool,
-    as_json: bool,
-) -> None:
-    """Build the .idx and .rev of PACK, byte-identical to `git index-pack`."""
-    from packorder import _native
-    from packorder.indexer import index_pack
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def index_pack_cmd(args: tuple[str, ...]) -> None:
+    # Parsed without click (index_pack_command.py); the `packorder` script goes there directly.
+    from packorder.index_pack_command import main as index_pack_main
 
-    _native.tune_allocator()
-    version, off32 = parse_index_version(index_version)
-    if from_stdin and pack is not None:
-        raise UsageError("--stdin takes no pack argument")
-    show = progress_mod.auto(quiet=quiet, force=verbose)
-    try:
-        result = index_pack(
-            pack,
-            stdin=sys.stdin.buffer if from_stdin else None,
-            repo=repo,
-            output=output,
-            index_version=version,
-            off32_limit=off32,
-            rev_index=rev_index,
-            fix_thin=fix_thin,
-            verify=verify,
-            keep=(True if keep == "" else keep) if keep is not None else None,
-            threads=threads,
-            max_memory=parse_size(max_memory),
-            detect_collisions=not no_collision_detection,
-            progress=show,
-        )
-    finally:
-        if isinstance(show, progress_mod.ProgressLine):
-            show.close()
-    if as_json:
-        print_json(result)
-    elif from_stdin:
-        click.echo(f"{'keep' if result.keep else 'pack'}\t{result.checksum}")
-    elif not verify:
-        click.echo(result.checksum)
+    index_pack_main(list(args))
 
 
 main.add_command(seekstats_cmd)

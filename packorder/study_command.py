@@ -41,7 +41,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 def experiment_cmd(**options: Any) -> None:
     """Copy REPO once per order, repack each copy in its order (same deltas), run every workload
     on each, and write a report comparing them (tables, sizes, cold and warm times, plots)."""
-    from packorder.cli import guarded
+    from packorder.cli_base import guarded
 
     guarded(_run)(**options)
 
@@ -64,7 +64,8 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli import parse_size, print_json
+    from packorder.cli import parse_size
+    from packorder.cli_base import print_json
     from packorder.errors import UsageError
     from packorder.study import DEFAULT_ORDERS, DEFAULT_WORKLOADS, experiment
     from packorder.study_report import summary

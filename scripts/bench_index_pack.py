@@ -85,9 +85,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--git", action="append", help="git binary (repeatable; default: git on PATH)")
     args = ap.parse_args()
-    packorder = [shutil.which("packorder") or sys.executable + " -m packorder.cli"]
-    if " -m " in packorder[0]:
-        packorder = [sys.executable, "-m", "packorder.cli"]
+    script = shutil.which("packorder")
+    packorder = [script] if script else [sys.executable, "-m", "packorder"]
     for pack in args.packs:
         if not pack.is_file():
             raise SystemExit(f"no such pack: {pack}")

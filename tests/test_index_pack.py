@@ -217,13 +217,14 @@ def test_stdin_stores_pack_in_repository(packs: dict[str, Path], tmp_path: Path)
     git(ours, "verify-pack", str(ours / "objects" / "pack" / f"pack-{name}.idx"))
 
 
-def test_stdin_keep(packs: dict[str, Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize("keep", ["--keep=fetched by test", "--keep"])
+def test_stdin_keep(packs: dict[str, Path], tmp_path: Path, keep: str) -> None:
     data = packs["ofs"].read_bytes()
     ours = bare_repo(tmp_path / "ours.git")
     theirs = bare_repo(tmp_path / "theirs.git")
-    proc = run_cli("index-pack", "--stdin", "--keep=fetched by test", "--repo", str(ours), input=data)
+    proc = run_cli("index-pack", "--stdin", keep, "--repo", str(ours), input=data)
     assert proc.returncode == 0, proc.stderr
-    out = git(theirs, "index-pack", "--stdin", "--keep=fetched by test", input=data).decode()
+    out = git(theirs, "index-pack", "--stdin", keep, input=data).decode()
     assert proc.stdout.decode() == out
     name = out.split()[1]
     keep = f"objects/pack/pack-{name}.keep"
@@ -323,9 +324,28 @@ def test_output_name_must_end_in_idx_when_writing_rev(packs: dict[str, Path], tm
     assert "does not end with '.idx'" in proc.stderr.decode()
 
 
+def test_packorder_script_indexes_without_click(packs: dict[str, Path], tmp_path: Path) -> None:
+    """The `packorder` entry point parses index-pack without loading click (its memory is
+    part of the target against git index-pack), and gives the same result."""
+    idx = tmp_path / "x.idx"
+    code = (
+        "import sys; from packorder.launch import main; "
+        f"sys.argv = ['packorder', 'index-pack', '-o', {str(idx)!r}, {str(packs['ofs'])!r}]; "
+        "main(); print('click' in sys.modules, file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=git_env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.decode().strip() == "False"
+    want_idx, want_rev = git_index(packs["ofs"], tmp_path / "git")
+    assert (idx.read_bytes(), idx.with_suffix(".rev").read_bytes()) == (want_idx, want_rev)
+    assert proc.stdout.decode().strip() == idx_format.read(str(idx)).pack_checksum.hex()
+
+
 def test_usage_errors_exit_2(packs: dict[str, Path]) -> None:
     assert run_cli("index-pack", "--fix-thin", str(packs["ofs"])).returncode == 2
     assert run_cli("index-pack", "--bogus").returncode == 2
+    proc = subprocess.run([sys.executable, "-m", "packorder", "index-pack", "--threads=x"], capture_output=True)
+    assert proc.returncode == 2 and b"--threads" in proc.stderr.splitlines()[-1]
 
 
 def test_output_in_a_missing_directory_is_one_line(packs: dict[str, Path], tmp_path: Path) -> None:

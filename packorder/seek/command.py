@@ -1,8 +1,8 @@
 """`packorder seekstats`: the command line of the analyzer.
 
 Registered in `packorder.cli`; it imports nothing heavy at startup (numpy and the analyzer load
-when the command runs), and reaches `packorder.cli`'s helpers (guarded, print_json, parse_size)
-at run time, since that module imports this one.
+when the command runs), and reaches `packorder.cli`'s parse_size at run time, since that module
+imports this one.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def _size(value: str | None) -> int | None:
 def seekstats_cmd(ctx: click.Context, **options: Any) -> None:
     """Run a workload on REPO (default: the current repository), record every pack offset it
     reads, and report seek-distance percentiles the way Git's recency-order study did."""
-    from packorder.cli import guarded
+    from packorder.cli_base import guarded
 
     guarded(_run)(ctx.meta.get(GIT_ARGS, []), **options)
 
@@ -116,7 +116,7 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli import print_json
+    from packorder.cli_base import print_json
     from packorder.errors import UsageError
     from packorder.gitcmd import find_git_dir
     from packorder.seek import api, report, workloads

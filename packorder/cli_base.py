@@ -1,0 +1,69 @@
+"""What every command's front end shares, without click: errors as one `fatal:` line and an
+exit status (never a traceback), and JSON output. `index-pack` is parsed without click (see
+index_pack_command.py), so nothing here may import it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from packorder.errors import Interrupted, PackError, UsageError
+
+
+def to_jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def print_json(value: Any) -> None:
+    json.dump(to_jsonable(value), sys.stdout, indent=2, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+def fail(message: str, status: int = 1) -> None:
+    sys.stdout.flush()
+    sys.stderr.write(f"fatal: {message}\n")
+    sys.stderr.flush()
+    sys.exit(status)
+
+
+def guarded(fn: Callable[..., None]) -> Callable[..., None]:
+    """Turn library errors into one line on stderr and an exit status; never a traceback."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except UsageError as e:
+            fail(str(e), 2)
+        except Interrupted:
+            fail("interrupted", 130)
+        except PackError as e:
+            fail(str(e))
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+        except MemoryError:
+            fail("out of memory")
+        except BrokenPipeError:
+            sys.exit(1)
+        except OSError as e:  # a file we were told to read or write
+            fail(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
+        except BaseException as e:
+            # A panic in the native core arrives as pyo3's PanicException (a BaseException).
+            if type(e).__name__ == "PanicException":
+                fail(f"internal error in the native core: {e}")
+            raise
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper

@@ -1,0 +1,20 @@
+"""The `packorder` and `git-packorder` entry point: `index-pack` goes straight to its own
+argument parser (index_pack_command.py, without click, for its memory); every other command
+goes through the click command line in cli.py."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["index-pack"]:
+        from packorder.index_pack_command import main as index_pack_main
+
+        git = os.path.basename(sys.argv[0]).startswith("git-")
+        index_pack_main(sys.argv[2:], prog=("git packorder" if git else "packorder") + " index-pack")
+        return
+    from packorder.cli import main as cli_main
+
+    cli_main()
