@@ -261,10 +261,21 @@ class _RevListRun:
         return oids, hashes, missing
 
 
-def tag_tips(repo: Repository) -> np.ndarray:
-    """Ids of tag tips: each tag ref's target and the object it finally peels to."""
-    proc = repo.git("show-ref", "--tags", "-d", check=False)
-    ids = {bytes.fromhex(line.split()[0]) for line in proc.stdout.decode().splitlines() if line.strip()}
+def _tag_tips_run(repo: Repository) -> subprocess.Popen:
+    return subprocess.Popen(
+        [gitcmd.GIT, "--git-dir", str(repo.git_dir), "show-ref", "--tags", "-d"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=gitcmd.git_env(),
+    )
+
+
+def tag_tips(repo: Repository, run: subprocess.Popen | None = None) -> np.ndarray:
+    """Ids of tag tips, sorted: each tag ref's target and the object it finally peels to.
+    `run`: the `git show-ref` already started by _tag_tips_run."""
+    run = run or _tag_tips_run(repo)
+    out, _ = run.communicate()
+    ids = {bytes.fromhex(line.split()[0]) for line in out.decode().splitlines() if line.strip()}
     arr = np.frombuffer(b"".join(sorted(ids)), dtype=np.uint8).reshape(-1, RAWSZ)
     return keys(arr)
 
@@ -277,6 +288,24 @@ def enumerate_objects(repo: Repository, prune_unreachable: bool = False) -> Obje
     kept = [i for i in local if repo.packs[i].keep]
     movable = [i for i in range(len(repo.packs)) if i not in kept]
     run = _RevListRun(repo, missing_ok=repo.has_promisor_packs)
+    tips_run = _tag_tips_run(repo)  # runs beside rev-list
+    try:
+        return _enumerate(repo, run, tips_run, local, kept, movable, prune_unreachable)
+    finally:
+        if tips_run.poll() is None:
+            tips_run.kill()
+        tips_run.wait()
+
+
+def _enumerate(
+    repo: Repository,
+    run: _RevListRun,
+    tips_run: subprocess.Popen,
+    local: list[int],
+    kept: list[int],
+    movable: list[int],
+    prune_unreachable: bool,
+) -> ObjectTable:
     for i in movable:
         if not repo.packs[i].foreign:
             _ = repo.packs[i].layout  # read while rev-list runs
@@ -339,7 +368,7 @@ def enumerate_objects(repo: Repository, prune_unreachable: bool = False) -> Obje
             reachable = np.concatenate([reachable, np.zeros(sum(len(p[2]) for p in parts), bool)])
 
     kinds = _kinds(repo, source, pos)
-    tagged = np.isin(keys(oids), tag_tips(repo))
+    tagged = lookup(tag_tips(repo, tips_run), keys(oids)) >= 0
     promisor = np.zeros(len(source), dtype=bool)
     for i, p in enumerate(repo.packs):
         if p.promisor:
