@@ -309,3 +309,15 @@ def test_partial_clone_failure_says_why(history: Repo, tmp_path: Path) -> None:
     assert len(proc.stderr.strip().splitlines()) == 1
     # Commits and trees are all there: log works.
     assert run_cli(str(partial), "-w", "log").returncode == 0
+
+
+def test_repository_without_packs_says_so(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "loose")
+    for i in range(3):
+        repo.write(f"f{i}", f"{i}\n")
+        repo.commit(f"c{i}")
+    proc = run_cli(str(repo.path), "-w", "log")
+    assert proc.returncode == 0, proc.stderr
+    assert "no pack, so nothing to measure" in proc.stdout
+    repo.run("repack", "-adq")
+    assert "no pack" not in run_cli(str(repo.path), "-w", "log").stdout

@@ -76,6 +76,12 @@ def tables(results: Sequence[SeekResult]) -> str:
                 views.append(v.view)
     parts = [table(results, v) for v in views]
     notes = [f"{r.label}: {r.repository} ({len(r.packs)} pack(s), {r.pack_bytes:,} bytes)" for r in results]
+    notes += [
+        f"{r.label}: no pack, so nothing to measure (its objects are loose); pack it first, "
+        "e.g. `packorder repack` or `git repack -ad`"
+        for r in results
+        if not r.packs
+    ]
     return "\n\n".join(parts) + "\n\n" + "\n".join(notes) + "\n"
 
 
