@@ -1,8 +1,9 @@
 """packorder: write Git packs in an order chosen for locality of access, index packs faster
 than Git, and measure how far workloads seek inside a pack.
 
-The library API is plain functions with keyword options returning small dataclasses; errors
-are raised as PackError subclasses, never by exiting the process.
+The library API is plain functions with keyword options returning small records (dataclasses;
+`index_pack`'s is a named tuple, to keep `dataclasses` out of index-pack's memory); errors are
+raised as PackError subclasses, never by exiting the process.
 """
 
 from __future__ import annotations

@@ -4,26 +4,13 @@ index_pack_command.py), so nothing here may import it."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from packorder.errors import Interrupted, PackError, UsageError
-
-
-def to_jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
+from packorder.jsonable import to_jsonable
 
 
 def print_json(value: Any) -> None:

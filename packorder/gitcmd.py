@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from packorder.errors import RepositoryError
@@ -84,11 +83,17 @@ def parse_bool(value: str | None) -> bool:
         raise RepositoryError(f"bad boolean config value '{value}'") from None
 
 
-@dataclass
 class Config:
     """Git configuration as `git config --list` reports it (last value wins)."""
 
-    values: dict[str, str | None]
+    def __init__(self, values: dict[str, str | None]) -> None:
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"Config({self.values!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and other.values == self.values
 
     def get(self, name: str) -> str | None:
         return self.values.get(name.lower())

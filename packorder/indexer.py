@@ -15,9 +15,8 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from packorder import _native, gitcmd
 from packorder.durable import fsync_dir, write_atomically
@@ -31,8 +30,9 @@ DEFAULT_DELTA_BASE_CACHE_LIMIT = 96 << 20
 PHASE_TITLES = {1: "Indexing objects", 2: "Resolving deltas", 3: "Checksumming"}
 
 
-@dataclass
-class IndexResult:
+class IndexResult(NamedTuple):
+    """What index_pack did (a named tuple: see format/idx.py's PackIndex for why)."""
+
     pack: Path
     idx: Path
     rev: Path | None
@@ -46,19 +46,21 @@ class IndexResult:
     threads: int
     memory_budget: int
     verified: bool
-    seconds: dict[str, float] = field(default_factory=dict)
-    peak_rss_bytes: int = 0
-    stats: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float]
+    peak_rss_bytes: int
+    stats: dict[str, int]
 
 
-@dataclass
 class _Settings:
-    threads: int
-    budget: int
-    index_version: int
-    off32_limit: int
-    write_rev: bool
-    compression: int
+    def __init__(
+        self, threads: int, budget: int, index_version: int, off32_limit: int, write_rev: bool, compression: int
+    ) -> None:
+        self.threads = threads
+        self.budget = budget
+        self.index_version = index_version
+        self.off32_limit = off32_limit
+        self.write_rev = write_rev
+        self.compression = compression
 
 
 def physical_memory() -> int:

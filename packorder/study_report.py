@@ -4,7 +4,6 @@ DIR/experiment.json with everything measured."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import os
@@ -13,22 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from packorder.errors import PackError
+from packorder.jsonable import to_jsonable
 from packorder.seek import columns
 from packorder.seek.analyze import size_label
 from packorder.seek.api import label_of
 from packorder.study import ExperimentResult
-
-
-def jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def _pct(x: float | None) -> str:
@@ -220,4 +208,4 @@ def write_report(result: ExperimentResult, command: str | None = None) -> None:
     if result.kept is not None:
         lines += ["", f"The copies are kept in `{result.kept}`."]
     result.report.write_text("\n".join(lines) + "\n")
-    (result.output_dir / "experiment.json").write_text(json.dumps(jsonable(result), indent=2, sort_keys=True) + "\n")
+    (result.output_dir / "experiment.json").write_text(json.dumps(to_jsonable(result), indent=2, sort_keys=True) + "\n")

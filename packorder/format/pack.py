@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from packorder import _native
 from packorder.errors import CorruptPackError
@@ -18,8 +18,7 @@ TYPE_NAMES = {OBJ_COMMIT: "commit", OBJ_TREE: "tree", OBJ_BLOB: "blob", OBJ_TAG:
 TYPE_CODES = {name: code for code, name in TYPE_NAMES.items()}
 
 
-@dataclass(frozen=True)
-class EntryHeader:
+class EntryHeader(NamedTuple):
     kind: int
     size: int
     header_len: int

@@ -1,4 +1,4 @@
-"""What `seekstats` returns: plain dataclasses (JSON-ready through `packorder.cli_base.to_jsonable`)."""
+"""What `seekstats` returns: plain dataclasses (JSON-ready through `packorder.jsonable.to_jsonable`)."""
 
 from __future__ import annotations
 
