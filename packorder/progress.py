@@ -24,14 +24,18 @@ class ProgressLine:
         self._title: str | None = None
         self._last = 0.0
         self._last_text = ""
+        self._done_title: str | None = None
 
     def __call__(self, title: str, done: int, total: int) -> None:
+        finished = total > 0 and done >= total
+        if finished and title == self._done_title:
+            return  # the poller and the phase's end both report the end: print it once
+        self._done_title = None
         if title != self._title:
             self.close()
             self._title = title
             self._last = 0.0
         now = time.monotonic()
-        finished = total > 0 and done >= total
         if not finished and now - self._last < self.min_interval:
             return
         self._last = now
@@ -39,6 +43,7 @@ class ProgressLine:
         if finished:
             self.stream.write(f"\r{text}, done.\n")
             self._title = None
+            self._done_title = title
         elif text != self._last_text:
             self.stream.write(f"\r{text}")
         self._last_text = text
