@@ -139,7 +139,7 @@ def repack_cmd(
     from packorder.repacker import repack
 
     show = progress_mod.auto(quiet=quiet)
-    try:
+    with progress_mod.closing_line(show):
         result = repack(
             repo,
             order=order,
@@ -156,9 +156,6 @@ def repack_cmd(
             verify=verify,
             progress=show,
         )
-    finally:
-        if isinstance(show, progress_mod.ProgressLine):
-            show.close()
     if as_json:
         print_json(result)
         return

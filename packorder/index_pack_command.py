@@ -98,7 +98,7 @@ def _run(args: argparse.Namespace) -> None:
     if args.from_stdin and args.pack is not None:
         raise UsageError("--stdin takes no pack argument")
     show = progress_mod.auto(quiet=args.quiet, force=args.verbose)
-    try:
+    with progress_mod.closing_line(show):
         result = index_pack(
             args.pack,
             stdin=sys.stdin.buffer if args.from_stdin else None,
@@ -115,9 +115,6 @@ def _run(args: argparse.Namespace) -> None:
             detect_collisions=not args.no_collision_detection,
             progress=show,
         )
-    finally:
-        if isinstance(show, progress_mod.ProgressLine):
-            show.close()
     if args.as_json:
         print_json(result)
     elif args.from_stdin:

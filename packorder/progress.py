@@ -3,10 +3,11 @@ stderr is a terminal (or when asked), and a way to run a long native call while 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO, TypeVar
 
 T = TypeVar("T")
@@ -54,6 +55,17 @@ class ProgressLine:
             self.stream.write("\n")
             self.stream.flush()
             self._title = None
+
+
+@contextlib.contextmanager
+def closing_line(show: ProgressCallback | None) -> Iterator[ProgressCallback | None]:
+    """Close `show`'s line however the work inside ends, so that what follows (an error, the
+    result) starts on a line of its own."""
+    try:
+        yield show
+    finally:
+        if isinstance(show, ProgressLine):
+            show.close()
 
 
 def auto(quiet: bool = False, force: bool = False) -> ProgressCallback | None:

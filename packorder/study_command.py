@@ -82,7 +82,7 @@ def _run(
                 show.close()
             click.echo(f"experiment: {message}", err=True)
 
-    try:
+    with progress_mod.closing_line(show):
         result = experiment(
             repo,
             orders=chosen_orders,
@@ -100,9 +100,6 @@ def _run(
             progress=show,
             note=note,
         )
-    finally:
-        if isinstance(show, progress_mod.ProgressLine):
-            show.close()
     if as_json:
         print_json(result)
         return

@@ -143,7 +143,7 @@ def _run(
         raise UsageError("--simulate-order needs an order name")
     results = []
     simulation = None
-    try:
+    with progress_mod.closing_line(show):
         for at, (where, label) in enumerate(zip(repos, labels, strict=True)):
             options = {
                 "git": git,
@@ -161,9 +161,6 @@ def _run(
                 results.append(simulation.measured)
             else:
                 results.append(api.seekstats(where, spec, cold=cold, **options))
-    finally:
-        if isinstance(show, progress_mod.ProgressLine):
-            show.close()
     if simulation is not None:
         from packorder.seek import simreport
 
