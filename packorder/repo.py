@@ -270,10 +270,9 @@ def _tag_tips_run(repo: Repository) -> subprocess.Popen:
     )
 
 
-def tag_tips(repo: Repository, run: subprocess.Popen | None = None) -> np.ndarray:
-    """Ids of tag tips, sorted: each tag ref's target and the object it finally peels to.
-    `run`: the `git show-ref` already started by _tag_tips_run."""
-    run = run or _tag_tips_run(repo)
+def tag_tips(run: subprocess.Popen) -> np.ndarray:
+    """Ids of tag tips, sorted: each tag ref's target and the object it finally peels to, from
+    the `git show-ref` started by _tag_tips_run."""
     out, _ = run.communicate()
     ids = {bytes.fromhex(line.split()[0]) for line in out.decode().splitlines() if line.strip()}
     arr = np.frombuffer(b"".join(sorted(ids)), dtype=np.uint8).reshape(-1, RAWSZ)
@@ -290,7 +289,7 @@ def enumerate_objects(repo: Repository, prune_unreachable: bool = False) -> Obje
     run = _RevListRun(repo, missing_ok=repo.has_promisor_packs)
     tips_run = _tag_tips_run(repo)  # runs beside rev-list
     try:
-        return _enumerate(repo, run, tips_run, local, kept, movable, prune_unreachable)
+        return _enumerate(repo, run, tips_run, kept, movable, prune_unreachable)
     finally:
         if tips_run.poll() is None:
             tips_run.kill()
@@ -301,7 +300,6 @@ def _enumerate(
     repo: Repository,
     run: _RevListRun,
     tips_run: subprocess.Popen,
-    local: list[int],
     kept: list[int],
     movable: list[int],
     prune_unreachable: bool,
@@ -368,7 +366,7 @@ def _enumerate(
             reachable = np.concatenate([reachable, np.zeros(sum(len(p[2]) for p in parts), bool)])
 
     kinds = _kinds(repo, source, pos)
-    tagged = lookup(tag_tips(repo, tips_run), keys(oids)) >= 0
+    tagged = lookup(tag_tips(tips_run), keys(oids)) >= 0
     promisor = np.zeros(len(source), dtype=bool)
     for i, p in enumerate(repo.packs):
         if p.promisor:
