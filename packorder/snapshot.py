@@ -1,0 +1,222 @@
+"""What a repack starts from: the repack lock, the packs and loose objects that exist when it
+starts (only these may be removed at the end), and Git's walk of every reachable object.
+
+Taken before numpy and the rest of the repack are imported, so that `git rev-list` walks the
+history on one core while Python loads and reads pack indexes on the other (the walk is most
+of a reuse repack's time). The walk starts only after the listing: a pack pushed in between
+would otherwise be listed, and so removable, while its objects were invisible to the walk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+from packorder import _native, gitcmd
+from packorder.errors import RepositoryError
+
+_HEX2 = re.compile(r"^[0-9a-f]{2}$")
+_HEX38 = re.compile(r"^[0-9a-f]{38}$")
+
+
+class ObjectWalk:
+    """`git rev-list --objects` of everything, parsed natively in a thread as it streams, so
+    the caller can do other work meanwhile."""
+
+    def __init__(self, git_dir: Path, missing_ok: bool, extra: tuple[str, ...] = ()) -> None:
+        args = [gitcmd.GIT, "--git-dir", str(git_dir), "rev-list", "--objects", *extra, "--all", "--reflog"]
+        if (git_dir / "index").exists():
+            args.append("--indexed-objects")
+        if missing_ok:
+            args.append("--missing=print")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=gitcmd.git_env())
+        self.parser = _native.RevList()
+        self.error: BaseException | None = None
+        self.stderr = b""
+        self.thread = threading.Thread(target=self._pump, name="packorder-rev-list", daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        try:
+            while chunk := self.proc.stdout.read(1 << 20):
+                self.parser.feed(chunk)
+        except BaseException as e:  # reported by result()
+            self.error = e
+            self.proc.kill()
+        self.stderr = self.proc.stderr.read()
+
+    def result(self) -> tuple[bytes, bytes, bytes]:
+        """(ids, 20 bytes each; name hashes, native u32s; missing ids, 20 bytes each)."""
+        self.thread.join()
+        code = self.proc.wait()
+        if self.error is not None:
+            raise RepositoryError(f"cannot list the repository's objects: {self.error}")
+        if code != 0:
+            err = self.stderr.decode(errors="replace").strip()
+            first = err.splitlines()[0] if err else f"exit status {code}"
+            raise RepositoryError(f"cannot list the repository's objects: {first}; nothing was changed")
+        oids, hashes, _named, missing = self.parser.finish()
+        return oids, hashes, missing
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.thread.join()
+        self.proc.wait()
+
+
+class TagTips:
+    """`git show-ref --tags -d`, run beside the walk: each tag ref's target and what it peels to."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.proc = subprocess.Popen(
+            [gitcmd.GIT, "--git-dir", str(git_dir), "show-ref", "--tags", "-d"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=gitcmd.git_env(),
+        )
+
+    def ids(self) -> list[bytes]:
+        out, _ = self.proc.communicate()
+        return sorted({bytes.fromhex(line.split()[0]) for line in out.decode().splitlines() if line.strip()})
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def alternates(objects_dir: Path) -> list[Path]:
+    info = objects_dir / "info" / "alternates"
+    if not info.exists():
+        return []
+    out = []
+    for line in info.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            p = Path(line)
+            out.append(p if p.is_absolute() else (objects_dir / p).resolve())
+    return out
+
+
+def list_packs(pack_dir: Path) -> list[Path]:
+    """The packs of `pack_dir` that have an index; a pack without one is being written by
+    someone else, or an orphan: not ours to read or touch."""
+    if not pack_dir.is_dir():
+        return []
+    return [p for p in sorted(pack_dir.glob("pack-*.pack")) if p.with_suffix(".idx").exists()]
+
+
+def list_loose(objects_dir: Path) -> list[tuple[bytes, Path]]:
+    """(id, path) of every loose object, sorted by id."""
+    out: list[tuple[bytes, Path]] = []
+    for sub in sorted(objects_dir.iterdir()) if objects_dir.is_dir() else []:
+        if not _HEX2.match(sub.name) or not sub.is_dir():
+            continue
+        for entry in sorted(os.scandir(sub), key=lambda e: e.name):
+            if _HEX38.match(entry.name):
+                out.append((bytes.fromhex(sub.name + entry.name), Path(entry.path)))
+    return out
+
+
+class Snapshot:
+    """The lock (when repacking in place), the listing, and the walk started after it. Use as
+    a context manager: leaving it stops whatever still runs and releases the lock."""
+
+    def __init__(self, git_dir: Path, locked: bool) -> None:
+        self.git_dir = git_dir
+        self.locked = locked
+        self.lock_path: Path | None = None
+        self.local_packs: list[Path] = []
+        self.foreign_packs: list[Path] = []
+        self.loose: list[tuple[bytes, Path]] = []
+        self.walk: ObjectWalk | None = None
+        self.tags: TagTips | None = None
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for run in (self.walk, self.tags):
+            if run is not None:
+                run.stop()
+        if self.lock_path is not None:
+            with contextlib.suppress(OSError):
+                self.lock_path.unlink()
+            self.lock_path = None
+
+    @property
+    def objects_dir(self) -> Path:
+        return self.git_dir / "objects"
+
+    def take_walk(self) -> tuple[ObjectWalk, TagTips]:
+        """The walk and tag listing started with the snapshot, handed over once."""
+        if self.walk is None or self.tags is None:
+            raise RuntimeError("the snapshot's walk was already used")
+        walk, tags = self.walk, self.tags
+        self.walk = self.tags = None
+        return walk, tags
+
+
+def _lock(pack_dir: Path) -> Path:
+    """objects/pack/packorder-repack.lock, created atomically: two repacks never interleave."""
+    path = pack_dir / "packorder-repack.lock"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        holder = path.read_text(errors="replace").strip() if path.exists() else "?"
+        raise RepositoryError(
+            f"another repack holds {path} ({holder}); if no repack is running, remove that file"
+        ) from None
+    with os.fdopen(fd, "w") as f:
+        f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+    return path
+
+
+def _open(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
+    git_dir = gitcmd.find_git_dir(path)
+    objects = git_dir / "objects"
+    if not objects.is_dir():
+        raise RepositoryError(f"{git_dir} has no objects directory")
+    return Snapshot(git_dir, lock)
+
+
+def _list(snap: Snapshot) -> None:
+    objects = snap.objects_dir
+    snap.local_packs = list_packs(objects / "pack")
+    for alt in alternates(objects):
+        snap.foreign_packs += list_packs(alt / "pack")
+    snap.loose = list_loose(objects)
+
+
+def listed(path: str | os.PathLike[str] | None) -> Snapshot:
+    """The listing alone: no lock, no walk (for reading a repository, not repacking it)."""
+    snap = _open(path, lock=False)
+    _list(snap)
+    return snap
+
+
+def take(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
+    """Lock (if `lock`), list, then start the walk, in that order."""
+    snap = _open(path, lock)
+    try:
+        if lock:
+            snap.lock_path = _lock(snap.objects_dir / "pack")
+        _list(snap)
+        promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)
+        snap.walk = ObjectWalk(snap.git_dir, missing_ok=promisor)
+        snap.tags = TagTips(snap.git_dir)
+    except BaseException:
+        snap.close()
+        raise
+    return snap
