@@ -136,7 +136,15 @@ def repack_cmd(
     as_json: bool,
 ) -> None:
     """Rewrite REPO's objects into one pack ordered for locality (default: recency)."""
-    from packorder.repacker import repack
+    from packorder import snapshot
+
+    # Git starts walking the history before the repack's heavy imports (snapshot.py says why).
+    start = snapshot.take(repo, lock=output_dir is None and not dry_run)
+    try:
+        from packorder.repacker import repack
+    except BaseException:
+        start.close()
+        raise
 
     show = progress_mod.auto(quiet=quiet)
     with progress_mod.closing_line(show):
@@ -155,6 +163,7 @@ def repack_cmd(
             output_dir=output_dir,
             verify=verify,
             progress=show,
+            start=start,
         )
     if as_json:
         print_json(result)

@@ -23,7 +23,7 @@ from packorder.errors import CorruptPackError
 from packorder.format.layout import NO_BASE
 from packorder.format.pack import OBJ_TREE
 from packorder.progress import ProgressCallback, run_native_job
-from packorder.repo import LOOSE, ObjectTable, Repository, keys, lookup
+from packorder.repo import LOOSE, ObjectTable, Repository, id_order, keys, lookup
 
 
 @dataclass
@@ -50,7 +50,7 @@ def stored_bases(repo: Repository, table: ObjectTable) -> tuple[np.ndarray, np.n
     n = table.count
     is_delta = np.zeros(n, dtype=bool)
     base = np.full(n, -1, dtype=np.int64)
-    sorted_order = np.argsort(keys(table.oids), kind="stable")
+    sorted_order = id_order(keys(table.oids))
     sorted_keys = keys(table.oids)[sorted_order]
     for i, pack in enumerate(repo.packs):
         rows = np.flatnonzero(table.source == i)

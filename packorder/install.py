@@ -11,7 +11,7 @@ import numpy as np
 
 from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import PackError, RepositoryError
-from packorder.repo import ObjectTable, Repository, keys, lookup
+from packorder.repo import ObjectTable, Repository, keys, lookup, sort_keys
 from packorder.writer import IndexFiles
 
 
@@ -63,10 +63,8 @@ def check_complete(new: list[Path], table: ObjectTable) -> None:
         if len(want):
             raise PackError("no pack was written for the objects to keep; nothing was removed")
         return
-    have = np.sort(np.concatenate([keys(idx_format.read(str(p.with_suffix(".idx"))).names) for p in new]))
-    at = np.searchsorted(have, want)
-    at = np.minimum(at, len(have) - 1)
-    if len(want) and not np.all(have[at] == want):
+    have = sort_keys(np.concatenate([keys(idx_format.read(str(p.with_suffix(".idx"))).names) for p in new]))
+    if (lookup(have, want) < 0).any():
         raise PackError("the new packs lack objects they should hold; nothing was removed")
 
 
@@ -90,13 +88,14 @@ def remove_replaced(
         removed.append(pack.path)
         crash_point("pack-removed")
     # Loose objects the new packs hold (wherever the table took them from), and those pruned.
-    gone = np.sort(np.concatenate([keys(table.oids), keys(pruned_oids)]))
     removed_loose = 0
-    for i in np.flatnonzero(lookup(gone, keys(repo.loose.oids)) >= 0):
-        with contextlib.suppress(FileNotFoundError):
-            repo.loose.paths[int(i)].unlink()
-            removed_loose += 1
-            crash_point("loose-removed")
+    if len(repo.loose.oids):
+        gone = sort_keys(np.concatenate([keys(table.oids), keys(pruned_oids)]))
+        for i in np.flatnonzero(lookup(gone, keys(repo.loose.oids)) >= 0):
+            with contextlib.suppress(FileNotFoundError):
+                repo.loose.paths[int(i)].unlink()
+                removed_loose += 1
+                crash_point("loose-removed")
     with contextlib.suppress(OSError):
         fsync_dir(repo.pack_dir)
     return removed, removed_loose

@@ -22,6 +22,7 @@ from packorder import deltas as deltas_mod
 from packorder import gitcmd
 from packorder import install as install_mod
 from packorder import order as order_mod
+from packorder import snapshot as snapshot_mod
 from packorder import writer as writer_mod
 from packorder.errors import UsageError
 from packorder.indexer import peak_rss, physical_memory
@@ -73,6 +74,13 @@ class _Options:
     repick_backward: bool = False
 
 
+def _check_choices(order: str, verify: str) -> None:
+    if order not in ORDER_FUNCS:
+        raise UsageError(f"unknown order '{order}' (choose from {', '.join(ORDER_FUNCS)})")
+    if verify not in writer_mod.VERIFY_MODES:
+        raise UsageError(f"unknown verification '{verify}' (choose from {', '.join(writer_mod.VERIFY_MODES)})")
+
+
 def _options(
     repo: Repository,
     order: str,
@@ -84,10 +92,7 @@ def _options(
     write_bitmap: bool | None,
     verify: str,
 ) -> _Options:
-    if order not in ORDER_FUNCS:
-        raise UsageError(f"unknown order '{order}' (choose from {', '.join(ORDER_FUNCS)})")
-    if verify not in writer_mod.VERIFY_MODES:
-        raise UsageError(f"unknown verification '{verify}' (choose from {', '.join(writer_mod.VERIFY_MODES)})")
+    _check_choices(order, verify)
     cfg = repo.config
     window = cfg.get_int("pack.window", 10) if window is None else window
     depth = cfg.get_int("pack.depth", 50) if depth is None else depth
@@ -303,27 +308,33 @@ def repack(
     verify: str = "full",
     repick_backward_deltas: bool = False,
     progress: ProgressCallback | None = None,
+    start: snapshot_mod.Snapshot | None = None,
 ) -> RepackResult:
     """Rewrite every object of the repository into one pack in the chosen order (two when
     promisor objects have to stay apart). Returns what was done; raises PackError subclasses
-    with the repository untouched on any failure."""
+    with the repository untouched on any failure. `start` is a snapshot.take() of the
+    repository (locked when repacking in place), for a caller that starts Git's walk before
+    importing this module; repack takes its own otherwise."""
     started = time.perf_counter()
     seconds: dict[str, float] = {}
-    repo = open_repository(repo_path)
-    opts = _options(repo, order, no_reuse_delta, window, depth, threads, ref_delta, write_bitmap, verify)
-    opts.repick_backward = repick_backward_deltas
-    out_dir = Path(output_dir) if output_dir is not None else repo.pack_dir
-    if output_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
     in_place = output_dir is None and not dry_run
-    lock = repo.lock() if in_place else contextlib.nullcontext()
-    with lock:
-        if in_place:
-            repo = open_repository(repo.git_dir)  # the snapshot taken under the lock
+    if start is None:
+        _check_choices(order, verify)
+        start = snapshot_mod.take(repo_path, lock=in_place)
+    elif start.locked != in_place:
+        start.close()
+        raise UsageError("the snapshot given to repack must be locked exactly when it repacks in place")
+    with start:
+        repo = open_repository(snapshot=start)
+        opts = _options(repo, order, no_reuse_delta, window, depth, threads, ref_delta, write_bitmap, verify)
+        opts.repick_backward = repick_backward_deltas
+        out_dir = Path(output_dir) if output_dir is not None else repo.pack_dir
+        if output_dir is not None:
+            out_dir.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
         if progress is not None:
             progress("Counting objects", 0, 0)
-        table = enumerate_objects(repo, prune_unreachable=False)
+        table = enumerate_objects(repo, prune_unreachable=False, snapshot=start)
         pruned_oids = np.zeros((0, table.oids.shape[1]), dtype=np.uint8)
         if prune_unreachable:
             table, pruned_oids = _prune(repo, table, opts.prune_grace)

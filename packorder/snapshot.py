@@ -25,8 +25,9 @@ _HEX38 = re.compile(r"^[0-9a-f]{38}$")
 
 
 class ObjectWalk:
-    """`git rev-list --objects` of everything, parsed natively in a thread as it streams, so
-    the caller can do other work meanwhile."""
+    """`git rev-list --objects` of everything, read and parsed natively (without the GIL) in a
+    thread as it streams, so the caller can do other work meanwhile. Reading it from Python
+    stalled Git on a full pipe whenever imports held the GIL."""
 
     def __init__(self, git_dir: Path, missing_ok: bool, extra: tuple[str, ...] = ()) -> None:
         args = [gitcmd.GIT, "--git-dir", str(git_dir), "rev-list", "--objects", *extra, "--all", "--reflog"]
@@ -44,8 +45,7 @@ class ObjectWalk:
     def _pump(self) -> None:
         assert self.proc.stdout is not None and self.proc.stderr is not None
         try:
-            while chunk := self.proc.stdout.read(1 << 20):
-                self.parser.feed(chunk)
+            self.parser.feed_fd(self.proc.stdout.fileno())
         except BaseException as e:  # reported by result()
             self.error = e
             self.proc.kill()

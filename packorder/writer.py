@@ -26,7 +26,7 @@ from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
 from packorder.progress import ProgressCallback, run_native_job, run_polled
-from packorder.repo import LOOSE, ObjectTable, Repository, keys
+from packorder.repo import LOOSE, ObjectTable, Repository, id_order, keys, sort_keys
 
 COPY_WHOLE, COPY_DELTA, FROM_PACK, FROM_LOOSE, NEW_DELTA = 0, 1, 2, 3, 4
 VERIFY_MODES = ("full", "crc")
@@ -221,7 +221,7 @@ def verify_crc(written: WrittenPack) -> IndexFiles:
     if problems.any():
         bad = int(np.flatnonzero(problems)[0])
         raise PackError(f"new pack {path}: entry at offset {int(written.offsets[bad])} does not match the plan")
-    order = np.argsort(keys(plan.oids), kind="stable")
+    order = id_order(keys(plan.oids))
     names = np.ascontiguousarray(plan.oids[order]).tobytes()
     positions = np.empty(n, dtype=np.uint32)
     positions[order] = np.arange(n, dtype=np.uint32)
@@ -248,7 +248,7 @@ def verify_full(written: WrittenPack, threads: int, budget: int, object_limit: i
     if left:
         raise PackError(f"new pack {written.path} fails verification: {len(left)} unresolved deltas")
     names, crcs_be, offsets_b, positions_be = native.index_table()
-    want = np.ascontiguousarray(np.sort(keys(written.plan.oids))).tobytes()
+    want = np.ascontiguousarray(sort_keys(keys(written.plan.oids))).tobytes()
     if names != want:
         raise PackError(f"new pack {written.path} fails verification: its objects are not the planned ones")
     if native.checksum != written.checksum:

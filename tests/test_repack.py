@@ -235,6 +235,57 @@ def test_objects_pushed_during_the_repack_survive(work: Path) -> None:
     git(work, "fsck", "--full")
 
 
+def test_the_walk_starts_after_the_listing(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack listed after Git's walk began could be removed by --prune-unreachable while its
+    objects were invisible to the walk: the snapshot lists first, then walks."""
+    from packorder import snapshot
+
+    steps: list[str] = []
+    for name in ("list_packs", "list_loose"):
+        real = getattr(snapshot, name)
+        monkeypatch.setattr(snapshot, name, lambda *a, _r=real, _n=name: steps.append(_n) or _r(*a))
+    real_walk = snapshot.ObjectWalk
+    monkeypatch.setattr(snapshot, "ObjectWalk", lambda *a, **k: steps.append("walk") or real_walk(*a, **k))
+    packorder.repack(work, prune_unreachable=True)
+    assert steps[-1] == "walk" and "list_packs" in steps and "list_loose" in steps
+    git(work, "fsck", "--full")
+
+
+def test_a_pack_arriving_after_the_snapshot_survives_pruning(work: Path) -> None:
+    """A push that lands after repack started (its pack written, then its ref) keeps its
+    objects, even though the walk may not have seen them and unreachable objects are pruned."""
+    from packorder import snapshot
+
+    git(work, "config", "gc.pruneExpire", "now")  # no grace period to hide a mistake
+    start = snapshot.take(work, lock=True)
+    (work / "pushed.txt").write_text("arrived after the snapshot\n")
+    git(work, "add", "pushed.txt")
+    git(work, "commit", "-q", "-m", "pushed after the snapshot", when=1_800_000_000)
+    pushed = git(work, "rev-parse", "HEAD").decode().strip()
+    objects = git(work, "rev-list", "--objects", "HEAD^!").decode()
+    pack_dir = work / ".git" / "objects" / "pack"
+    git(work, "pack-objects", "-q", str(pack_dir / "pack"), input=objects.encode())
+    git(work, "prune-packed")
+    (new_pack,) = set(pack_dir.glob("*.pack")) - set(start.local_packs)
+    packorder.repack(work, prune_unreachable=True, start=start)
+    assert new_pack.exists()
+    git(work, "cat-file", "-p", f"{pushed}:pushed.txt")
+    git(work, "fsck", "--full")
+    assert not (pack_dir / "packorder-repack.lock").exists()
+
+
+def test_a_snapshot_must_be_locked_exactly_when_repacking_in_place(work: Path) -> None:
+    from packorder import snapshot
+    from packorder.errors import UsageError
+
+    listing = sorted(str(p) for p in (work / ".git" / "objects").rglob("*"))
+    with pytest.raises(UsageError, match="locked exactly"):
+        packorder.repack(work, start=snapshot.take(work, lock=False))
+    with pytest.raises(UsageError, match="locked exactly"):
+        packorder.repack(work, dry_run=True, start=snapshot.take(work, lock=True))
+    assert sorted(str(p) for p in (work / ".git" / "objects").rglob("*")) == listing
+
+
 @pytest.mark.parametrize("point", CRASH_POINTS)
 def test_killed_at_any_point_the_repository_stays_valid(work: Path, point: str) -> None:
     git(work, "multi-pack-index", "write")  # so that removing it is one of the steps

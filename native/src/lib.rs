@@ -9,6 +9,7 @@ pub mod entry;
 pub mod error;
 pub mod graph;
 pub mod hash;
+pub mod ids;
 pub mod inflate;
 pub mod layout;
 pub mod loose;
@@ -404,6 +405,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<py_delta::DeltaSearch>()?;
     m.add_function(wrap_pyfunction!(py_write::loose_header, m)?)?;
     m.add_function(wrap_pyfunction!(py_write::read_loose, m)?)?;
+    m.add_function(wrap_pyfunction!(py_write::id_sort_order, m)?)?;
+    m.add_function(wrap_pyfunction!(py_write::find_ids, m)?)?;
     m.add_function(wrap_pyfunction!(object_id, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
     m.add_function(wrap_pyfunction!(read_entry_headers, m)?)?;

@@ -42,6 +42,25 @@ impl RevList {
         py.detach(|| p.feed(data)).map_err(to_py_err)
     }
 
+    /// Feed everything read from the file descriptor `fd` (left open) until its end, without
+    /// the GIL: the reader never waits for Python, so Git never waits on a full pipe.
+    fn feed_fd(&mut self, py: Python<'_>, fd: i32) -> PyResult<()> {
+        use std::os::fd::FromRawFd;
+        if fd < 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "feed_fd: bad file descriptor",
+            ));
+        }
+        let p = &mut self.0;
+        py.detach(|| {
+            // SAFETY: the caller owns `fd` and keeps it open for the call; ManuallyDrop
+            // leaves closing it to the caller.
+            let mut file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+            p.feed_from(&mut *file)
+        })
+        .map_err(to_py_err)
+    }
+
     /// (ids, name hashes as native u32s, has-name flags, missing ids).
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         self.0.finish().map_err(to_py_err)?;
@@ -200,4 +219,47 @@ impl PackWriter {
     fn cancel(&self) {
         self.progress.cancelled.store(true, Ordering::Relaxed);
     }
+}
+
+fn id_column(b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
+    if !b.len().is_multiple_of(RAWSZ) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{what}: not a whole number of object ids"
+        )));
+    }
+    Ok(ids(b))
+}
+
+/// ids::sort_order over concatenated 20-byte ids, as native i64s.
+#[pyfunction]
+pub fn id_sort_order<'py>(py: Python<'py>, oids: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let oids = id_column(oids, "id_sort_order")?;
+    let out: Vec<u8> = py.detach(|| {
+        crate::ids::sort_order(&oids)
+            .into_iter()
+            .flat_map(|i| i64::from(i).to_ne_bytes())
+            .collect()
+    });
+    Ok(PyBytes::new(py, &out))
+}
+
+/// ids::find over concatenated 20-byte ids (`sorted` must be ascending), as native i64s.
+#[pyfunction]
+pub fn find_ids<'py>(py: Python<'py>, sorted: &[u8], want: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let sorted = id_column(sorted, "find_ids")?;
+    let want = id_column(want, "find_ids")?;
+    let out = py.detach(|| {
+        if !crate::ids::is_sorted(&sorted) {
+            return None;
+        }
+        Some(
+            crate::ids::find(&sorted, &want)
+                .into_iter()
+                .flat_map(i64::to_ne_bytes)
+                .collect::<Vec<u8>>(),
+        )
+    });
+    let out =
+        out.ok_or_else(|| pyo3::exceptions::PyValueError::new_err("find_ids: ids not sorted"))?;
+    Ok(PyBytes::new(py, &out))
 }

@@ -100,6 +100,24 @@ impl RevListParser {
         Ok(())
     }
 
+    /// Feed everything `input` yields until its end.
+    pub fn feed_from(&mut self, input: &mut impl std::io::Read) -> Result<()> {
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            match input.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => self.feed(&buf[..n])?,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(crate::error::PackError::io(
+                        "reading git rev-list's output",
+                        e,
+                    ))
+                }
+            }
+        }
+    }
+
     pub fn finish(&mut self) -> Result<()> {
         if !self.pending.is_empty() {
             let line = std::mem::take(&mut self.pending);
