@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import io
 import struct
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -183,6 +186,18 @@ def _index_files(names: bytes, crcs_be: bytes, offsets: np.ndarray, positions_be
     return IndexFiles(idx_buf.getvalue(), rev_buf.getvalue())
 
 
+def _attempt(work: Callable[..., Any], *args: Any) -> Any:
+    """work(*args), or the exception it raised (for the caller to raise in its own order)."""
+    try:
+        return work(*args)
+    except Exception as e:
+        return e
+
+
+def _file_sha1_into(out: list, path: Path, length: int) -> None:
+    out.append(_attempt(_native.file_sha1, str(path), length))
+
+
 def verify_crc(written: WrittenPack) -> IndexFiles:
     """Check the pack on disk against the plan without hashing objects; build its index."""
     plan, path = written.plan, written.path
@@ -191,19 +206,32 @@ def verify_crc(written: WrittenPack) -> IndexFiles:
         head = f.read(12)
     if head != b"PACK" + struct.pack(">II", 2, n):
         raise PackError(f"new pack {path} has a wrong header")
-    if _native.file_sha1(str(path), written.size - RAWSZ) != written.checksum:
+    # Hashing the whole file is the longest part: it runs beside the reads of CRCs and headers
+    # (all release the GIL). Their failures are reported in the order of the checks below.
+    trailer: list[bytes | BaseException] = []
+    hasher = threading.Thread(target=_file_sha1_into, args=(trailer, path, written.size - RAWSZ))
+    hasher.start()
+    try:
+        ends = np.empty(n, dtype=np.uint64)
+        ends[:-1] = written.offsets[1:]
+        if n:
+            ends[-1] = written.size - RAWSZ
+        read_crcs = _attempt(_native.range_crcs, str(path), written.offsets.tobytes(), ends.tobytes())
+        headers = _attempt(_native.read_entry_headers, str(path), written.offsets.tobytes(), False)
+    finally:
+        hasher.join()
+    for outcome in (trailer[0], read_crcs):
+        if isinstance(outcome, BaseException):
+            raise outcome
+    if trailer[0] != written.checksum:
         raise PackError(f"new pack {path} does not match its trailer")
-    ends = np.empty(n, dtype=np.uint64)
-    ends[:-1] = written.offsets[1:]
-    if n:
-        ends[-1] = written.size - RAWSZ
-    crcs = np.frombuffer(_native.range_crcs(str(path), written.offsets.tobytes(), ends.tobytes()), dtype=">u4").astype(
-        np.uint32
-    )
+    crcs = np.frombuffer(read_crcs, dtype=">u4").astype(np.uint32)
     if not np.array_equal(crcs, written.crcs):
         bad = int(np.flatnonzero(crcs != written.crcs)[0])
         raise PackError(f"new pack {path}: entry at offset {int(written.offsets[bad])} is not what was written")
-    kinds_b, sizes_b, _hl, ofs_b, ids_b, _ = _native.read_entry_headers(str(path), written.offsets.tobytes(), False)
+    if isinstance(headers, BaseException):
+        raise headers
+    kinds_b, sizes_b, _hl, ofs_b, ids_b, _ = headers
     kinds = np.frombuffer(kinds_b, dtype=np.uint8)
     sizes = np.frombuffer(sizes_b, dtype=np.uint64)
     ofs = np.frombuffer(ofs_b, dtype=np.uint64)
