@@ -26,6 +26,10 @@ class RepositoryError(PackError):
     """The repository is missing, unreadable, or not in a state we can work on."""
 
 
+class CollisionError(PackError):
+    """An object the repository has differs from the object of the same id in a pack."""
+
+
 class UsageError(PackError):
     """Options that cannot work together, or an input that is not what the command takes."""
 

@@ -23,7 +23,7 @@ from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import CorruptPackError, Interrupted, RepositoryError, UsageError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
-from packorder.format.pack import TYPE_CODES
+from packorder.format.pack import RAWSZ, TYPE_CODES
 from packorder.progress import ProgressCallback, run_polled
 
 DEFAULT_DELTA_BASE_CACHE_LIMIT = 96 << 20
@@ -152,8 +152,8 @@ Writer = Callable[[BinaryIO], object]
 
 def _index_writers(
     native, settings: _Settings, checksum: bytes, anomalies: frozenset[int]
-) -> tuple[Writer, Writer, int]:
-    """(idx writer, rev writer, idx version) for the resolved pack."""
+) -> tuple[bytes, Writer, Writer, int]:
+    """(sorted ids, idx writer, rev writer, idx version) for the resolved pack."""
     names, crcs, offsets, rev_positions = native.index_table()
     version = settings.index_version
     if version == 1 and idx_format.needs_v2(offsets, settings.off32_limit):
@@ -167,7 +167,7 @@ def _index_writers(
     def write_rev(out: BinaryIO) -> object:
         return rev_format.write(out, rev_positions, checksum)
 
-    return write_idx, write_rev, version
+    return names, write_idx, write_rev, version
 
 
 def _derive(name: Path, old: str, new: str) -> Path:
@@ -191,6 +191,47 @@ def _fix_thin(run: _Run, git_dir: Path, level: int) -> int:
             run.call("fix_thin", run.native.append_base, kind, data, level)
             appended += 1
     return appended
+
+
+def _check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int:
+    """Git's collision check: an object the repository already has must be the object of that
+    id the pack carries, else `SHA1 COLLISION FOUND`. Git compares the two byte for byte; we
+    hash the repository's copy (with collision detection, as the pack's objects were): equal
+    ids of equal type mean equal bytes unless SHA-1 itself collides undetected. Returns how
+    many of the pack's objects the repository had. `own_pack` (being indexed again) is skipped."""
+    from packorder import snapshot
+    from packorder.errors import CollisionError
+
+    listing = snapshot.listed(git_dir)
+    sources = [
+        (str(p), idx_format.names_of(str(p.with_suffix(".idx"))))
+        for p in listing.local_packs + listing.foreign_packs
+        if own_pack is None or p.resolve() != own_pack
+    ]
+    sources.append(("loose objects", b"".join(oid for oid, _ in listing.loose)))
+    had: set[int] = set()
+    for where, ids in sources:
+        try:
+            found = memoryview(_native.find_ids(ids, names)).cast("q")
+        except ValueError:
+            raise CorruptPackError("index file is corrupt: ids out of order", None, where) from None
+        had.update(i for i, at in enumerate(found) if at >= 0)
+    if not had:
+        return 0
+    with gitcmd.ObjectReader(git_dir) as reader:
+        for i in sorted(had):
+            oid = names[i * RAWSZ : (i + 1) * RAWSZ]
+            found_obj = reader.read(oid.hex())
+            if found_obj is None:
+                continue  # removed meanwhile (a repack): nothing to differ from
+            kind_name, data = found_obj
+            try:
+                same = _native.object_id(TYPE_CODES[kind_name], data) == oid
+            except _native.PackFormatError:  # a collision attack in the repository's copy
+                same = False
+            if not same:
+                raise CollisionError(f"SHA1 COLLISION FOUND WITH {oid.hex()} ! (the repository's copy differs)")
+    return len(had)
 
 
 def _check_resolved(run: _Run) -> None:
@@ -309,7 +350,12 @@ def index_pack(
         if appended:
             checksum = run.call("fix_thin", run.native.finish_thin)
 
-        write_idx, write_rev, version = _index_writers(run.native, settings, checksum, anomalies)
+        names, write_idx, write_rev, version = _index_writers(run.native, settings, checksum, anomalies)
+        if git_dir is not None:
+            # Git compares with the repository it runs in, whatever the mode.
+            t = time.perf_counter()
+            _check_collisions(git_dir, names, pack_path.resolve() if received is None else None)
+            run.seconds["collisions"] = time.perf_counter() - t
 
         keep_path = None
         if received is not None:

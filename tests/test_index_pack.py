@@ -217,6 +217,64 @@ def test_stdin_stores_pack_in_repository(packs: dict[str, Path], tmp_path: Path)
     git(ours, "verify-pack", str(ours / "objects" / "pack" / f"pack-{name}.idx"))
 
 
+def _plant_loose(repo: Path, oid: str, kind: bytes, content: bytes) -> None:
+    """A loose object file named `oid` holding other content (what a SHA-1 collision, or a
+    corrupt repository, would look like to index-pack)."""
+    import zlib
+
+    path = repo / "objects" / oid[:2] / oid[2:]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(zlib.compress(kind + b" %d\0" % len(content) + content))
+
+
+def _a_blob_of(pack: Path, tmp: Path) -> str:
+    copy = tmp / pack.name
+    shutil.copy(pack, copy)
+    git(None, "index-pack", str(copy))
+    lines = git(None, "verify-pack", "-v", str(copy.with_suffix(".idx"))).decode().splitlines()
+    return next(line.split()[0] for line in lines if len(line.split()) >= 5 and line.split()[1] == "blob")
+
+
+def test_stdin_refuses_a_pack_whose_object_differs_from_the_repositorys(
+    packs: dict[str, Path], tmp_path: Path
+) -> None:
+    pack = packs["ofs"]
+    oid = _a_blob_of(pack, tmp_path)
+    ours = bare_repo(tmp_path / "ours.git")
+    theirs = bare_repo(tmp_path / "theirs.git")
+    for repo in (ours, theirs):
+        _plant_loose(repo, oid, b"blob", b"not the pack's content\n")
+    data = pack.read_bytes()
+    proc = run_cli("index-pack", "--stdin", "--repo", str(ours), input=data)
+    assert proc.returncode != 0
+    err = proc.stderr.decode()
+    assert err.startswith(f"fatal: SHA1 COLLISION FOUND WITH {oid} !") and err.count("\n") == 1, err
+    assert list((ours / "objects" / "pack").iterdir()) == []
+    # Git, the reference, refuses it the same way.
+    git_proc = subprocess.run(
+        ["git", "-C", str(theirs), "index-pack", "--stdin"], input=data, capture_output=True, env=git_env()
+    )
+    assert git_proc.returncode != 0 and f"SHA1 COLLISION FOUND WITH {oid}" in git_proc.stderr.decode()
+
+
+def test_objects_the_repository_already_has_are_accepted(packs: dict[str, Path], tmp_path: Path) -> None:
+    """The same objects, loose and packed, in the repository: no collision, same result as Git."""
+    pack = packs["ofs"]
+    oid = _a_blob_of(pack, tmp_path)
+    repo = bare_repo(tmp_path / "ours.git")
+    shutil.copy(pack, repo / "objects" / "pack" / pack.name)
+    git(repo, "index-pack", str(repo / "objects" / "pack" / pack.name))
+    content = git(repo, "cat-file", "blob", oid)
+    _plant_loose(repo, oid, b"blob", content)
+    proc = run_cli("index-pack", "--stdin", "--repo", str(repo), input=pack.read_bytes())
+    assert proc.returncode == 0, proc.stderr
+    # Indexing a pack the repository holds, from inside it, skips that pack itself.
+    idx = tmp_path / "again.idx"
+    proc = run_cli("index-pack", "-o", str(idx), str(repo / "objects" / "pack" / pack.name), cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert idx.read_bytes() == (repo / "objects" / "pack" / pack.name).with_suffix(".idx").read_bytes()
+
+
 @pytest.mark.parametrize("keep", ["--keep=fetched by test", "--keep"])
 def test_stdin_keep(packs: dict[str, Path], tmp_path: Path, keep: str) -> None:
     data = packs["ofs"].read_bytes()

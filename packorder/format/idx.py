@@ -156,6 +156,27 @@ class PackIndex(NamedTuple):
         return self.names[i].tobytes()
 
 
+def names_of(path: str) -> bytes:
+    """The sorted object ids of an index file (v1 or v2), for look-ups: only the ids are read
+    (a large repository's index is mostly offsets and CRCs) and the checksum is not checked."""
+    with open(path, "rb") as f:
+        head = f.read(8 + 1024)
+        v2 = head[:4] == IDX_V2_MAGIC
+        fan_end = 8 + 1024 if v2 else 1024
+        if len(head) < fan_end:
+            raise CorruptPackError("index file is corrupt: too short", None, path)
+        count = struct.unpack(">I", head[fan_end - 4 : fan_end])[0]
+        if v2:
+            names = f.read(count * RAWSZ)
+        else:  # (offset, id) records after the fan-out table
+            f.seek(1024)
+            records = f.read(count * (RAWSZ + 4))
+            names = b"".join(records[i + 4 : i + 4 + RAWSZ] for i in range(0, len(records), RAWSZ + 4))
+    if len(names) != count * RAWSZ:
+        raise CorruptPackError("index file is corrupt: truncated ids", None, path)
+    return names
+
+
 def read(path: str) -> PackIndex:
     with open(path, "rb") as f:
         data = f.read()
