@@ -7,9 +7,12 @@ Git is the reference for everything packorder touches; where we only need to ask
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from packorder.errors import RepositoryError
@@ -139,6 +142,30 @@ class ObjectReader:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(oid_hex.encode() + b"\n")
         self.proc.stdin.flush()
+        return self._answer()
+
+    def read_many(self, oids_hex: list[str]) -> Iterator[tuple[str, tuple[str, bytes] | None]]:
+        """(id, what read() would give) for each id, in order: the ids are written by a
+        thread while the answers are read, so there is no round trip per object."""
+        assert self.proc.stdin is not None
+        stdin = self.proc.stdin
+
+        def feed() -> None:
+            with contextlib.suppress(OSError):  # cat-file stopped: reading reports it
+                for start in range(0, len(oids_hex), 4096):
+                    stdin.write("".join(h + "\n" for h in oids_hex[start : start + 4096]).encode())
+                stdin.flush()
+
+        feeder = threading.Thread(target=feed, name="packorder-cat-file", daemon=True)
+        feeder.start()
+        try:
+            for oid_hex in oids_hex:
+                yield oid_hex, self._answer()
+        finally:
+            feeder.join()
+
+    def _answer(self) -> tuple[str, bytes] | None:
+        assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
             raise RepositoryError("git cat-file stopped unexpectedly")

@@ -203,25 +203,28 @@ def _check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int
     from packorder.errors import CollisionError
 
     listing = snapshot.listed(git_dir)
-    sources = [
-        (str(p), idx_format.names_of(str(p.with_suffix(".idx"))))
-        for p in listing.local_packs + listing.foreign_packs
-        if own_pack is None or p.resolve() != own_pack
-    ]
-    sources.append(("loose objects", b"".join(oid for oid, _ in listing.loose)))
-    had: set[int] = set()
-    for where, ids in sources:
-        try:
-            found = memoryview(_native.find_ids(ids, names)).cast("q")
-        except ValueError:
-            raise CorruptPackError("index file is corrupt: ids out of order", None, where) from None
-        had.update(i for i, at in enumerate(found) if at >= 0)
-    if not had:
+    packs = [p for p in listing.local_packs + listing.foreign_packs if own_pack is None or p.resolve() != own_pack]
+    # Where the repository keeps each object the pack has: (pack number, offset), loose last.
+    # Asked for in that order, Git reads each pack front to back, its delta bases cached
+    # (in id order, reading every object of libgit2 took cat-file 24 s instead of 6).
+    place: dict[int, tuple[int, int]] = {}
+    for number, pack in enumerate(packs):
+        idx = str(pack.with_suffix(".idx"))
+        hits = [
+            (i, at) for i, at in enumerate(_find(idx_format.names_of(idx), names, idx)) if at >= 0 and i not in place
+        ]
+        for (i, _), offset in zip(hits, idx_format.offsets_at(idx, [at for _, at in hits]), strict=True):
+            place[i] = (number, offset)
+    loose = b"".join(oid for oid, _ in listing.loose)
+    for i, at in enumerate(_find(loose, names, "loose objects")):
+        if at >= 0 and i not in place:
+            place[i] = (len(packs), at)
+    if not place:
         return 0
+    wanted = [names[i * RAWSZ : (i + 1) * RAWSZ].hex() for i in sorted(place, key=place.__getitem__)]
     with gitcmd.ObjectReader(git_dir) as reader:
-        for i in sorted(had):
-            oid = names[i * RAWSZ : (i + 1) * RAWSZ]
-            found_obj = reader.read(oid.hex())
+        for oid_hex, found_obj in reader.read_many(wanted):
+            oid = bytes.fromhex(oid_hex)
             if found_obj is None:
                 continue  # removed meanwhile (a repack): nothing to differ from
             kind_name, data = found_obj
@@ -231,7 +234,14 @@ def _check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int
                 same = False
             if not same:
                 raise CollisionError(f"SHA1 COLLISION FOUND WITH {oid.hex()} ! (the repository's copy differs)")
-    return len(had)
+    return len(place)
+
+
+def _find(sorted_ids: bytes, names: bytes, where: str) -> memoryview:
+    try:
+        return memoryview(_native.find_ids(sorted_ids, names)).cast("q")
+    except ValueError:
+        raise CorruptPackError("index file is corrupt: ids out of order", None, where) from None
 
 
 def _check_resolved(run: _Run) -> None:

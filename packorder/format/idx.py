@@ -177,6 +177,24 @@ def names_of(path: str) -> bytes:
     return names
 
 
+def offsets_at(path: str, positions: list[int]) -> list[int]:
+    """Pack offsets of the entries at `positions` (in id order) of an index file (v1 or v2)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] == IDX_V2_MAGIC:
+        count = struct.unpack_from(">I", data, 8 + 1020)[0]
+        small_at = 8 + 1024 + count * (RAWSZ + 4)
+        large_at = small_at + count * 4
+        out = []
+        for pos in positions:
+            small = struct.unpack_from(">I", data, small_at + 4 * pos)[0]
+            if small & 0x80000000:
+                small = struct.unpack_from(">Q", data, large_at + 8 * (small & 0x7FFFFFFF))[0]
+            out.append(small)
+        return out
+    return [struct.unpack_from(">I", data, 1024 + (RAWSZ + 4) * pos)[0] for pos in positions]
+
+
 def read(path: str) -> PackIndex:
     with open(path, "rb") as f:
         data = f.read()
