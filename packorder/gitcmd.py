@@ -158,10 +158,15 @@ class ObjectReader:
 
         feeder = threading.Thread(target=feed, name="packorder-cat-file", daemon=True)
         feeder.start()
+        finished = False
         try:
             for oid_hex in oids_hex:
                 yield oid_hex, self._answer()
+            finished = True
         finally:
+            if not finished and feeder.is_alive():
+                # Left early: cat-file waits for us to read, the feeder for cat-file to read.
+                self.proc.kill()
             feeder.join()
 
     def _answer(self) -> tuple[str, bytes] | None:

@@ -235,9 +235,7 @@ def _a_blob_of(pack: Path, tmp: Path) -> str:
     return next(line.split()[0] for line in lines if len(line.split()) >= 5 and line.split()[1] == "blob")
 
 
-def test_stdin_refuses_a_pack_whose_object_differs_from_the_repositorys(
-    packs: dict[str, Path], tmp_path: Path
-) -> None:
+def test_stdin_refuses_a_pack_whose_object_differs_from_the_repositorys(packs: dict[str, Path], tmp_path: Path) -> None:
     pack = packs["ofs"]
     oid = _a_blob_of(pack, tmp_path)
     ours = bare_repo(tmp_path / "ours.git")
@@ -415,3 +413,24 @@ def test_output_in_a_missing_directory_is_one_line(packs: dict[str, Path], tmp_p
         == f"fatal: {out.with_suffix('.rev')}: cannot create a file there: No such file or directory\n"
     )
     assert not out.parent.exists()
+
+
+def test_reading_many_objects_and_leaving_early_does_not_hang(packs: dict[str, Path], tmp_path: Path) -> None:
+    """cat-file blocked on its full output and our feeder blocked on its full input: leaving
+    the read early must stop both (the collision check leaves at the first collision)."""
+    repo = bare_repo(tmp_path / "many.git")
+    pack = packs["ofs"]
+    shutil.copy(pack, repo / "objects" / "pack" / pack.name)
+    git(repo, "index-pack", str(repo / "objects" / "pack" / pack.name))
+    oid = _a_blob_of(pack, tmp_path)
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from packorder import gitcmd\n"
+        "with gitcmd.ObjectReader(Path(sys.argv[1])) as reader:\n"
+        "    for n, _ in enumerate(reader.read_many([sys.argv[2]] * 50000)):\n"
+        "        if n == 3:\n"
+        "            break\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(repo), oid], timeout=60, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
