@@ -117,6 +117,20 @@ def test_pack_recent_sends_what_is_not_tagged(history: Repo) -> None:
     assert result.workload.describe().startswith("git pack-objects --revs --stdout")
 
 
+def test_pack_recent_reads_the_same_with_or_without_a_bitmap(history: Repo, tmp_path: Path) -> None:
+    """A bitmap would let pack-objects skip its walk: the workload measures the layout alone."""
+    plain = tmp_path / "plain.git"
+    git(None, "clone", "-q", "--bare", "--no-local", str(history.path), str(plain))
+    with_bitmap = tmp_path / "bitmap.git"
+    shutil.copytree(plain, with_bitmap)
+    git(plain, "repack", "-adq", "--no-write-bitmap-index")
+    git(with_bitmap, "repack", "-adq", "--write-bitmap-index")
+    assert list((with_bitmap / "objects" / "pack").glob("*.bitmap"))
+    assert not list((plain / "objects" / "pack").glob("*.bitmap"))
+    counts = [seekstats(repo, "pack-recent", views=("raw",)).view("raw").accesses for repo in (plain, with_bitmap)]
+    assert counts[0] == counts[1] > 0
+
+
 def test_paths_are_chosen_from_history(history: Repo) -> None:
     log = history.run("log", "--no-renames", "--name-only", "--format=", "-n1000", "HEAD").decode().split()
     files = Counter(log)
