@@ -174,7 +174,7 @@ def _lock(pack_dir: Path) -> Path:
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
-        holder = path.read_text(errors="replace").strip() if path.exists() else "?"
+        holder = (path.read_text(errors="replace").strip() if path.exists() else "") or "holder unknown"
         raise RepositoryError(
             f"another repack holds {path} ({holder}); if no repack is running, remove that file"
         ) from None
