@@ -7,7 +7,9 @@ Two modes, each with the same window, depth and threads on both sides:
 - fresh: `git repack -adf` against `packorder repack -f` (every delta searched anew).
 packorder runs twice in each mode, verifying its pack with `--verify crc` and `--verify full`.
 Bitmaps are off on both sides (`-c repack.writeBitmaps=false`, `--no-write-bitmap-index`) so
-both do the same work. Every run gets a fresh copy of the repository (the copy is not timed);
+both do the same work; `--bitmaps` turns them on on both sides instead (Git writes a pack
+bitmap, packorder a multi-pack-index bitmap through `git multi-pack-index write --bitmap`), as
+a bare repository gets them by default. Every run gets a fresh copy of the repository (the copy is not timed);
 the tools run alternately, several times; we report the median wall time of each, the
 ratio to Git's, peak RSS (the child's ru_maxrss, median over runs) and the pack size.
 
@@ -136,14 +138,16 @@ def commands(args: argparse.Namespace, copy: Path, variant: str, mode: str) -> l
             + ["--non-empty", "--all", "--reflog", "--indexed-objects", "--missing=allow-any"]
         )
     if variant == "git":
+        bitmaps = "true" if args.bitmaps else "false"
         return (
-            [args.git, "-C", str(copy), "-c", "repack.writeBitmaps=false", "repack", "-adq"]
+            [args.git, "-C", str(copy), "-c", f"repack.writeBitmaps={bitmaps}", "repack", "-adq"]
             + (["-f"] if fresh else [])
             + [window, depth, threads]
         )
     verify = variant.split()[-1]
     return (
-        [sys.executable, "-m", "packorder.cli", "repack", "-q", "--no-write-bitmap-index", f"--verify={verify}"]
+        [sys.executable, "-m", "packorder.cli", "repack", "-q", f"--verify={verify}"]
+        + (["--write-bitmap-index"] if args.bitmaps else ["--no-write-bitmap-index"])
         + (["-f"] if fresh else [])
         + [window, depth, threads, str(copy)]
     )
@@ -223,10 +227,17 @@ def main() -> None:
         "--git-pack-objects", action="store_true", help="Git side: git repack's pack-objects command, with paths"
     )
     ap.add_argument("--fsck", action="store_true", help="git fsck --full each tool's first pack")
+    ap.add_argument(
+        "--bitmaps",
+        action="store_true",
+        help="both sides write a reachability bitmap (what a bare repository gets by default)",
+    )
     ap.add_argument("--git", default="git", help="git binary (default: git on PATH)")
     ap.add_argument("--tmp", default=None, help="directory for the copies (default: the system's)")
     ap.add_argument("--json", type=Path, help="also write the raw runs here")
     args = ap.parse_args()
+    if args.bitmaps and args.git_pack_objects:
+        ap.error("--bitmaps compares `git repack` with packorder; it cannot go with --git-pack-objects")
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not set(args.modes) <= {"reuse", "fresh"}:
         raise SystemExit("--modes takes reuse and/or fresh")
