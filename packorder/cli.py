@@ -139,11 +139,13 @@ def repack_cmd(
     from packorder import snapshot
 
     # Git starts walking the history before the repack's heavy imports (snapshot.py says why).
-    start = snapshot.take(repo, lock=output_dir is None and not dry_run)
+    start = None
     try:
+        start = snapshot.take(repo, lock=output_dir is None and not dry_run)
         from packorder.repacker import repack
     except BaseException:
-        start.close()
+        if start is not None:
+            start.close()
         raise
 
     show = progress_mod.auto(quiet=quiet)

@@ -9,12 +9,17 @@ import sys
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["index-pack"]:
-        from packorder.index_pack_command import main as index_pack_main
+    try:
+        if sys.argv[1:2] == ["index-pack"]:
+            from packorder.index_pack_command import main as index_pack_main
 
-        git = os.path.basename(sys.argv[0]).startswith("git-")
-        index_pack_main(sys.argv[2:], prog=("git packorder" if git else "packorder") + " index-pack")
-        return
-    from packorder.cli import main as cli_main
+            git = os.path.basename(sys.argv[0]).startswith("git-")
+            index_pack_main(sys.argv[2:], prog=("git packorder" if git else "packorder") + " index-pack")
+            return
+        from packorder.cli import main as cli_main
 
-    cli_main()
+        cli_main()
+    except KeyboardInterrupt:
+        # Interrupted while the commands load, before their own handling is in place.
+        sys.stderr.write("fatal: interrupted\n")
+        sys.exit(130)
