@@ -208,6 +208,20 @@ def test_idx_rejects_damage() -> None:
         idx_format.parse(b"\xfftOc")
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_idx_with_ids_out_of_order_is_corrupt(version: int) -> None:
+    """Its checksum is right (a buggy writer): look-ups would silently miss objects."""
+    names = [b"\x05" * 20, b"\x01" * 20]  # not sorted
+    offsets = struct.pack("=2Q", 12, 40)
+    buf = io.BytesIO()
+    if version == 2:
+        idx_format.write_v2(buf, b"".join(names), struct.pack(">2I", 1, 2), offsets, b"\x00" * 20)
+    else:
+        idx_format.write_v1(buf, b"".join(names), offsets, b"\x00" * 20)
+    with pytest.raises(CorruptPackError, match="object ids out of order"):
+        idx_format.parse(buf.getvalue(), "bad.idx")
+
+
 def test_rev_round_trips(tmp_path) -> None:
     positions = struct.pack(">3I", 2, 0, 1)
     path = tmp_path / "x.rev"

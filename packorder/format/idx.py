@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import struct
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from packorder import _native
@@ -201,6 +202,14 @@ def read(path: str) -> PackIndex:
     return parse(data, path)
 
 
+def _check_sorted(names: np.ndarray, bad: Callable[[str], CorruptPackError]) -> None:
+    """Look-ups binary-search the ids: ids out of order are a corrupt index, not a miss."""
+    if len(names) > 1:
+        k = names.view(f"S{RAWSZ}").ravel()
+        if not (k[1:] >= k[:-1]).all():
+            raise bad("object ids out of order")
+
+
 def parse(data: bytes, path: str = "<idx>") -> PackIndex:
     import numpy as np
 
@@ -238,6 +247,7 @@ def parse(data: bytes, path: str = "<idx>") -> PackIndex:
             offsets[is_large] = large[k]
         anomalies = frozenset(int(o) for o in offsets[is_large] if o <= OFF32_LIMIT)
         checksum = data[-2 * RAWSZ : -RAWSZ]
+        _check_sorted(names, bad)
         return PackIndex(2, names, offsets, crcs, checksum, anomalies)
     fan = np.frombuffer(data, dtype=">u4", count=256, offset=0)
     count = int(fan[255])
@@ -246,4 +256,5 @@ def parse(data: bytes, path: str = "<idx>") -> PackIndex:
     rows = np.frombuffer(data, dtype=np.uint8, count=24 * count, offset=1024).reshape(count, 24)
     offsets = rows[:, :4].copy().view(">u4").reshape(count).astype(np.uint64)
     names = rows[:, 4:].copy()
+    _check_sorted(names, bad)
     return PackIndex(1, names, offsets, None, data[-2 * RAWSZ : -RAWSZ], frozenset())
