@@ -202,23 +202,21 @@ def _check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int
     from packorder import snapshot
     from packorder.errors import CollisionError
 
-    listing = snapshot.listed(git_dir)
-    packs = [p for p in listing.local_packs + listing.foreign_packs if own_pack is None or p.resolve() != own_pack]
+    objects = git_dir / "objects"
+    stores = [objects, *snapshot.alternates(objects)]
+    packs = [p for d in stores for p in snapshot.list_packs(d / "pack") if own_pack is None or p.resolve() != own_pack]
     # Where the repository keeps each object the pack has: (pack number, offset), loose last.
     # Asked for in that order, Git reads each pack front to back, its delta bases cached
     # (in id order, reading every object of libgit2 took cat-file 24 s instead of 6).
     place: dict[int, tuple[int, int]] = {}
     for number, pack in enumerate(packs):
         idx = str(pack.with_suffix(".idx"))
-        hits = [
-            (i, at) for i, at in enumerate(_find(idx_format.names_of(idx), names, idx)) if at >= 0 and i not in place
-        ]
+        hits = [(i, at) for i, at in _hits(idx_format.names_of(idx), names, idx) if i not in place]
         for (i, _), offset in zip(hits, idx_format.offsets_at(idx, [at for _, at in hits]), strict=True):
             place[i] = (number, offset)
-    loose = b"".join(oid for oid, _ in listing.loose)
-    for i, at in enumerate(_find(loose, names, "loose objects")):
-        if at >= 0 and i not in place:
-            place[i] = (len(packs), at)
+    for d in stores:
+        for i, at in _hits(snapshot.loose_ids(d), names, f"loose objects of {d}"):
+            place.setdefault(i, (len(packs), at))
     if not place:
         return 0
     wanted = [names[i * RAWSZ : (i + 1) * RAWSZ].hex() for i in sorted(place, key=place.__getitem__)]
@@ -237,11 +235,13 @@ def _check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int
     return len(place)
 
 
-def _find(sorted_ids: bytes, names: bytes, where: str) -> memoryview:
+def _hits(sorted_ids: bytes, names: bytes, where: str) -> list[tuple[int, int]]:
+    """(index into `names`, position in `sorted_ids`) of each id of `names` found there."""
     try:
-        return memoryview(_native.find_ids(sorted_ids, names)).cast("q")
+        at, pos = _native.find_hits(sorted_ids, names)
     except ValueError:
         raise CorruptPackError("index file is corrupt: ids out of order", None, where) from None
+    return list(zip(memoryview(at).cast("Q"), memoryview(pos).cast("Q"), strict=True))
 
 
 def _check_resolved(run: _Run) -> None:

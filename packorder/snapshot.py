@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -113,6 +112,16 @@ def list_packs(pack_dir: Path) -> list[Path]:
     return [p for p in sorted(pack_dir.glob("pack-*.pack")) if p.with_suffix(".idx").exists()]
 
 
+def loose_ids(objects_dir: Path) -> bytes:
+    """The ids of every loose object, sorted and concatenated (no path kept for each)."""
+    ids = []
+    for sub in os.listdir(objects_dir) if objects_dir.is_dir() else []:
+        if _HEX2.match(sub):
+            with contextlib.suppress(NotADirectoryError, FileNotFoundError):
+                ids += [bytes.fromhex(sub + name) for name in os.listdir(objects_dir / sub) if _HEX38.match(name)]
+    return b"".join(sorted(ids))
+
+
 def list_loose(objects_dir: Path) -> list[tuple[bytes, Path]]:
     """(id, path) of every loose object, sorted by id."""
     out: list[tuple[bytes, Path]] = []
@@ -178,6 +187,8 @@ def _lock(pack_dir: Path) -> Path:
         raise RepositoryError(
             f"another repack holds {path} ({holder}); if no repack is running, remove that file"
         ) from None
+    import socket  # here: index-pack lists through this module and has no use for sockets
+
     with os.fdopen(fd, "w") as f:
         f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
     return path

@@ -37,28 +37,40 @@ pub fn is_sorted(ids: &[ObjectId]) -> bool {
     ids.windows(2).all(|w| w[0] <= w[1])
 }
 
+/// Look-ups in a sorted array of ids.
+pub struct Finder<'a> {
+    sorted: &'a [ObjectId],
+    /// A fan-out table on the first two bytes: each search is narrowed to a handful of ids.
+    fan: Vec<u32>,
+}
+
+impl<'a> Finder<'a> {
+    pub fn new(sorted: &'a [ObjectId]) -> Self {
+        let mut fan = vec![0u32; (1 << 16) + 1];
+        for id in sorted {
+            fan[usize::from(u16::from_be_bytes([id[0], id[1]])) + 1] += 1;
+        }
+        for b in 1..fan.len() {
+            fan[b] += fan[b - 1];
+        }
+        Finder { sorted, fan }
+    }
+
+    /// The position of the first copy of `w`, if there is one.
+    pub fn at(&self, w: &ObjectId) -> Option<usize> {
+        let b = usize::from(u16::from_be_bytes([w[0], w[1]]));
+        let (lo, hi) = (self.fan[b] as usize, self.fan[b + 1] as usize);
+        let bucket = &self.sorted[lo..hi];
+        let at = bucket.partition_point(|x| x < w);
+        (at < bucket.len() && bucket[at] == *w).then_some(lo + at)
+    }
+}
+
 /// For each of `want`, the position of its first copy in `sorted`, or -1.
 pub fn find(sorted: &[ObjectId], want: &[ObjectId]) -> Vec<i64> {
-    // A fan-out table on the first two bytes narrows each search to a handful of ids.
-    let mut fan = vec![0u32; (1 << 16) + 1];
-    for id in sorted {
-        fan[usize::from(u16::from_be_bytes([id[0], id[1]])) + 1] += 1;
-    }
-    for b in 1..fan.len() {
-        fan[b] += fan[b - 1];
-    }
+    let finder = Finder::new(sorted);
     want.iter()
-        .map(|w| {
-            let b = usize::from(u16::from_be_bytes([w[0], w[1]]));
-            let (lo, hi) = (fan[b] as usize, fan[b + 1] as usize);
-            let bucket = &sorted[lo..hi];
-            let at = bucket.partition_point(|x| x < w);
-            if at < bucket.len() && bucket[at] == *w {
-                (lo + at) as i64
-            } else {
-                -1
-            }
-        })
+        .map(|w| finder.at(w).map_or(-1, |p| p as i64))
         .collect()
 }
 

@@ -407,6 +407,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_write::read_loose, m)?)?;
     m.add_function(wrap_pyfunction!(py_write::id_sort_order, m)?)?;
     m.add_function(wrap_pyfunction!(py_write::find_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(py_write::find_hits, m)?)?;
     m.add_function(wrap_pyfunction!(object_id, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
     m.add_function(wrap_pyfunction!(read_entry_headers, m)?)?;

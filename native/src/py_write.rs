@@ -221,13 +221,16 @@ impl PackWriter {
     }
 }
 
-fn id_column(b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
+/// `b` as object ids, without copying: [u8; 20] has alignment 1 and no padding, so any run of
+/// whole ids in a byte slice is a slice of ids.
+fn id_column<'a>(b: &'a [u8], what: &str) -> PyResult<&'a [ObjectId]> {
     if !b.len().is_multiple_of(RAWSZ) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
             "{what}: not a whole number of object ids"
         )));
     }
-    Ok(ids(b))
+    // SAFETY: see above; the length is b.len() / RAWSZ whole ids inside `b`.
+    Ok(unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<ObjectId>(), b.len() / RAWSZ) })
 }
 
 /// ids::sort_order over concatenated 20-byte ids, as native i64s.
@@ -235,7 +238,7 @@ fn id_column(b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
 pub fn id_sort_order<'py>(py: Python<'py>, oids: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
     let oids = id_column(oids, "id_sort_order")?;
     let out: Vec<u8> = py.detach(|| {
-        crate::ids::sort_order(&oids)
+        crate::ids::sort_order(oids)
             .into_iter()
             .flat_map(|i| i64::from(i).to_ne_bytes())
             .collect()
@@ -243,23 +246,50 @@ pub fn id_sort_order<'py>(py: Python<'py>, oids: &[u8]) -> PyResult<Bound<'py, P
     Ok(PyBytes::new(py, &out))
 }
 
+fn sorted_ids<'a>(b: &'a [u8], what: &str) -> PyResult<&'a [ObjectId]> {
+    let ids = id_column(b, what)?;
+    if !crate::ids::is_sorted(ids) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{what}: ids not sorted"
+        )));
+    }
+    Ok(ids)
+}
+
 /// ids::find over concatenated 20-byte ids (`sorted` must be ascending), as native i64s.
 #[pyfunction]
 pub fn find_ids<'py>(py: Python<'py>, sorted: &[u8], want: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-    let sorted = id_column(sorted, "find_ids")?;
+    let sorted = sorted_ids(sorted, "find_ids")?;
     let want = id_column(want, "find_ids")?;
-    let out = py.detach(|| {
-        if !crate::ids::is_sorted(&sorted) {
-            return None;
-        }
-        Some(
-            crate::ids::find(&sorted, &want)
-                .into_iter()
-                .flat_map(i64::to_ne_bytes)
-                .collect::<Vec<u8>>(),
-        )
+    let out: Vec<u8> = py.detach(|| {
+        crate::ids::find(sorted, want)
+            .into_iter()
+            .flat_map(i64::to_ne_bytes)
+            .collect()
     });
-    let out =
-        out.ok_or_else(|| pyo3::exceptions::PyValueError::new_err("find_ids: ids not sorted"))?;
     Ok(PyBytes::new(py, &out))
+}
+
+/// The ids of `want` found in `sorted`: (indexes into `want`, positions in `sorted`), native
+/// u64s, only for those found (a check that expects few hits need not hold one per id).
+#[pyfunction]
+pub fn find_hits<'py>(
+    py: Python<'py>,
+    sorted: &[u8],
+    want: &[u8],
+) -> PyResult<Bound<'py, PyTuple>> {
+    let sorted = sorted_ids(sorted, "find_hits")?;
+    let want = id_column(want, "find_hits")?;
+    let (at, pos) = py.detach(|| {
+        let finder = crate::ids::Finder::new(sorted);
+        let (mut at, mut pos) = (Vec::new(), Vec::new());
+        for (i, w) in want.iter().enumerate() {
+            if let Some(p) = finder.at(w) {
+                at.extend_from_slice(&(i as u64).to_ne_bytes());
+                pos.extend_from_slice(&(p as u64).to_ne_bytes());
+            }
+        }
+        (at, pos)
+    });
+    PyTuple::new(py, [PyBytes::new(py, &at), PyBytes::new(py, &pos)])
 }
