@@ -199,12 +199,12 @@ def _check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int
     hash the repository's copy (with collision detection, as the pack's objects were): equal
     ids of equal type mean equal bytes unless SHA-1 itself collides undetected. Returns how
     many of the pack's objects the repository had. `own_pack` (being indexed again) is skipped."""
-    from packorder import snapshot
+    from packorder import object_store as store
     from packorder.errors import CollisionError
 
     objects = git_dir / "objects"
-    stores = [objects, *snapshot.alternates(objects)]
-    packs = [p for d in stores for p in snapshot.list_packs(d / "pack") if own_pack is None or p.resolve() != own_pack]
+    stores = [objects, *store.alternates(objects)]
+    packs = [p for d in stores for p in store.list_packs(d / "pack") if own_pack is None or p.resolve() != own_pack]
     # Where the repository keeps each object the pack has: (pack number, offset), loose last.
     # Asked for in that order, Git reads each pack front to back, its delta bases cached
     # (in id order, reading every object of libgit2 took cat-file 24 s instead of 6).
@@ -215,7 +215,7 @@ def _check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int
         for (i, _), offset in zip(hits, idx_format.offsets_at(idx, [at for _, at in hits]), strict=True):
             place[i] = (number, offset)
     for d in stores:
-        for i, at in _hits(snapshot.loose_ids(d), names, f"loose objects of {d}"):
+        for i, at in _hits(store.loose_ids(d), names, f"loose objects of {d}"):
             place.setdefault(i, (len(packs), at))
     if not place:
         return 0

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
 import threading
 from pathlib import Path
 
 from packorder import _native, gitcmd
 from packorder.errors import RepositoryError
-
-_HEX2 = re.compile(r"^[0-9a-f]{2}$")
-_HEX38 = re.compile(r"^[0-9a-f]{38}$")
+from packorder.object_store import alternates, list_loose, list_packs
 
 
 class ObjectWalk:
@@ -89,49 +86,6 @@ class TagTips:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-
-
-def alternates(objects_dir: Path) -> list[Path]:
-    info = objects_dir / "info" / "alternates"
-    if not info.exists():
-        return []
-    out = []
-    for line in info.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            p = Path(line)
-            out.append(p if p.is_absolute() else (objects_dir / p).resolve())
-    return out
-
-
-def list_packs(pack_dir: Path) -> list[Path]:
-    """The packs of `pack_dir` that have an index; a pack without one is being written by
-    someone else, or an orphan: not ours to read or touch."""
-    if not pack_dir.is_dir():
-        return []
-    return [p for p in sorted(pack_dir.glob("pack-*.pack")) if p.with_suffix(".idx").exists()]
-
-
-def loose_ids(objects_dir: Path) -> bytes:
-    """The ids of every loose object, sorted and concatenated (no path kept for each)."""
-    ids = []
-    for sub in os.listdir(objects_dir) if objects_dir.is_dir() else []:
-        if _HEX2.match(sub):
-            with contextlib.suppress(NotADirectoryError, FileNotFoundError):
-                ids += [bytes.fromhex(sub + name) for name in os.listdir(objects_dir / sub) if _HEX38.match(name)]
-    return b"".join(sorted(ids))
-
-
-def list_loose(objects_dir: Path) -> list[tuple[bytes, Path]]:
-    """(id, path) of every loose object, sorted by id."""
-    out: list[tuple[bytes, Path]] = []
-    for sub in sorted(objects_dir.iterdir()) if objects_dir.is_dir() else []:
-        if not _HEX2.match(sub.name) or not sub.is_dir():
-            continue
-        for entry in sorted(os.scandir(sub), key=lambda e: e.name):
-            if _HEX38.match(entry.name):
-                out.append((bytes.fromhex(sub.name + entry.name), Path(entry.path)))
-    return out
 
 
 class Snapshot:
