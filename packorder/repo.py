@@ -236,11 +236,18 @@ def _enumerate(
         rows = np.flatnonzero(todo)[at >= 0]
         source[rows] = LOOSE
         pos[rows] = at[at >= 0]
-    lost = (source == LOOSE - 1) & ~in_kept
-    if lost.any():
-        first = oids[np.flatnonzero(lost)[0]].tobytes().hex()
-        raise RepositoryError(f"object {first} is reachable but missing from the repository; nothing was changed")
-    keep_rows = ~in_kept
+    # Reachable but in nothing listed: a push that landed between the listing and the walk's
+    # reading of the refs (its pack or loose objects appeared after the listing). Such objects
+    # stay where they are (only what was listed is removed); any other is missing.
+    unlisted = np.flatnonzero((source == LOOSE - 1) & ~in_kept)
+    arrived = np.zeros(n, dtype=bool)
+    if len(unlisted):
+        present = _present_now(repo, [oids[i].tobytes().hex() for i in unlisted])
+        gone = [oids[i].tobytes().hex() for i, here in zip(unlisted, present, strict=True) if not here]
+        if gone:
+            raise RepositoryError(f"object {gone[0]} is reachable but missing from the repository; nothing was changed")
+        arrived[unlisted] = True
+    keep_rows = ~in_kept & ~arrived
     oids, hashes, source, pos = oids[keep_rows], hashes[keep_rows], source[keep_rows], pos[keep_rows]
     reachable = np.ones(len(source), dtype=bool)
 
@@ -293,6 +300,13 @@ def introducing_commits(repo: Repository, table: ObjectTable) -> np.ndarray:
     valid = (rows >= 0) & ~is_commit & (last_commit_line >= 0)
     intro[rows[valid]] = rows[last_commit_line[valid]]
     return intro
+
+
+def _present_now(repo: Repository, oids_hex: list[str]) -> list[bool]:
+    """Whether the repository has each object now (in any pack or loose file, listed or not)."""
+    proc = repo.git("cat-file", "--batch-check=%(objectname)", input="".join(h + "\n" for h in oids_hex).encode())
+    lines = proc.stdout.decode().splitlines()
+    return [not line.endswith(" missing") for line in lines]
 
 
 def _kinds(repo: Repository, source: np.ndarray, pos: np.ndarray) -> np.ndarray:

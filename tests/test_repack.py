@@ -274,6 +274,34 @@ def test_a_pack_arriving_after_the_snapshot_survives_pruning(work: Path) -> None
     assert not (pack_dir / "packorder-repack.lock").exists()
 
 
+def test_a_push_the_walk_sees_but_the_listing_does_not_stays_where_it_is(work: Path) -> None:
+    """The push lands between the listing and the walk's reading of the refs (forced here by
+    starting the walk again after it): its objects are reachable, yet in no listed pack. The
+    repack leaves them in their pack rather than failing or losing them."""
+    from packorder import snapshot
+
+    git(work, "config", "gc.pruneExpire", "now")
+    start = snapshot.take(work, lock=True)
+    (work / "pushed.txt").write_text("seen by the walk, not by the listing\n")
+    git(work, "add", "pushed.txt")
+    git(work, "commit", "-q", "-m", "pushed before the walk read the refs", when=1_800_000_000)
+    pushed = git(work, "rev-parse", "HEAD").decode().strip()
+    pack_dir = work / ".git" / "objects" / "pack"
+    objects = git(work, "rev-list", "--objects", "HEAD^!").decode()
+    git(work, "pack-objects", "-q", str(pack_dir / "pack"), input=objects.encode())
+    git(work, "prune-packed")
+    (new_pack,) = set(pack_dir.glob("*.pack")) - set(start.local_packs)
+    walk, tags = start.take_walk()
+    walk.stop()
+    tags.stop()
+    start.walk = snapshot.ObjectWalk(start.git_dir, missing_ok=False)
+    start.tags = snapshot.TagTips(start.git_dir)
+    result = packorder.repack(work, prune_unreachable=True, start=start)
+    assert new_pack.exists() and new_pack not in result.removed_packs
+    git(work, "cat-file", "-p", f"{pushed}:pushed.txt")
+    git(work, "fsck", "--full")
+
+
 def test_a_snapshot_must_be_locked_exactly_when_repacking_in_place(work: Path) -> None:
     from packorder import snapshot
     from packorder.errors import UsageError
