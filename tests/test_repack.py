@@ -302,6 +302,33 @@ def test_a_push_the_walk_sees_but_the_listing_does_not_stays_where_it_is(work: P
     git(work, "fsck", "--full")
 
 
+def test_a_write_that_fails_midway_leaves_nothing(work: Path) -> None:
+    """The pack is hashed and written by a second thread; its error (here: past a file size
+    limit, as a full disk would) is the one reported, and nothing is left or removed."""
+    import resource
+    import signal
+
+    git(work, "repack", "-adq")
+    (pack,) = (work / ".git" / "objects" / "pack").glob("*.pack")
+    limit = pack.stat().st_size // 2
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    before = sorted(str(p) for p in (work / ".git" / "objects").rglob("*"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "packorder.cli", "repack", "-q", "--no-write-bitmap-index", str(work)],
+        capture_output=True,
+        env=git_env(),
+        preexec_fn=small_files,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == "fatal: cannot write the new pack: File too large (os error 27)\n"
+    assert sorted(str(p) for p in (work / ".git" / "objects").rglob("*")) == before
+    git(work, "fsck", "--full")
+
+
 def test_a_snapshot_must_be_locked_exactly_when_repacking_in_place(work: Path) -> None:
     from packorder import snapshot
     from packorder.errors import UsageError
