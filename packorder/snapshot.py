@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -141,8 +142,6 @@ def _lock(pack_dir: Path) -> Path:
         raise RepositoryError(
             f"another repack holds {path} ({holder}); if no repack is running, remove that file"
         ) from None
-    import socket  # here: index-pack lists through this module and has no use for sockets
-
     with os.fdopen(fd, "w") as f:
         f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
     return path
