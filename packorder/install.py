@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,27 @@ def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, p
 
 
 PACK_EXTS = (".idx", ".pack", ".rev", ".bitmap", ".promisor", ".mtimes")
+
+
+# The repack writes its pack under this prefix. Not Git's `tmp_`: `git prune --expire=now`,
+# run by maintenance scripts while a repack writes, would delete the pack being written.
+TMP_PACK_PREFIX = ".tmp-packorder-"
+STALE_AFTER = 3600  # seconds: a temporary this old belongs to no repack still running
+
+
+def remove_stale_temporaries(pack_dir: Path) -> int:
+    """Remove the partial packs that killed repacks left in `pack_dir` (80 MB each on
+    libgit2). Only a repack writes them, and only one repack runs at a time under the lock;
+    one hour of age is kept anyway, for a `-o DIR` run aimed at this directory. Git's prune
+    does not know them."""
+    removed = 0
+    now = time.time()
+    for path in pack_dir.glob(TMP_PACK_PREFIX + "*.pack"):
+        with contextlib.suppress(FileNotFoundError):
+            if now - path.stat().st_mtime > STALE_AFTER:
+                path.unlink()
+                removed += 1
+    return removed
 
 
 def remove_pack(path: Path) -> None:

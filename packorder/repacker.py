@@ -257,7 +257,7 @@ def _write_group(
     order = _order(repo, opts, table, choice)
     plan = writer_mod.make_plan(repo, table, choice, order, new_deltas)
     seconds["order"] = seconds.get("order", 0.0) + time.perf_counter() - t
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-packorder-", suffix=".pack", dir=out_dir)
+    fd, tmp = tempfile.mkstemp(prefix=install_mod.TMP_PACK_PREFIX, suffix=".pack", dir=out_dir)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -331,6 +331,8 @@ def repack(
         out_dir = Path(output_dir) if output_dir is not None else repo.pack_dir
         if output_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
+        if in_place:
+            install_mod.remove_stale_temporaries(out_dir)
         t = time.perf_counter()
         if progress is not None:
             progress("Counting objects", 0, 0)

@@ -329,6 +329,23 @@ def test_a_write_that_fails_midway_leaves_nothing(work: Path) -> None:
     git(work, "fsck", "--full")
 
 
+def test_a_killed_repacks_partial_pack_is_removed_by_the_next(work: Path) -> None:
+    import os
+
+    pack_dir = work / ".git" / "objects" / "pack"
+    stale = pack_dir / ".tmp-packorder-killed.pack"
+    stale.write_bytes(b"PACK" + b"\0" * 1000)
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+    recent = pack_dir / ".tmp-packorder-running.pack"  # maybe another writer's: kept
+    recent.write_bytes(b"PACK")
+    packorder.repack(work, dry_run=True)
+    assert stale.exists()  # a dry run changes nothing
+    packorder.repack(work)
+    assert not stale.exists() and recent.exists()
+    git(work, "fsck", "--full")
+
+
 def test_a_snapshot_must_be_locked_exactly_when_repacking_in_place(work: Path) -> None:
     from packorder import snapshot
     from packorder.errors import UsageError
