@@ -59,7 +59,14 @@ def find_git_dir(path: str | os.PathLike[str] | None = None) -> Path:
     )
     if proc.returncode != 0:
         raise RepositoryError(f"not a git repository: {where}")
-    return Path(proc.stdout.strip())
+    git_dir = Path(proc.stdout.strip())
+    common = git_dir / "commondir"
+    if not (git_dir / "objects").is_dir() and common.is_file():
+        # A linked worktree: its objects, refs and packs are the main repository's, and Git
+        # run there with `--all`, `--reflog` and `--indexed-objects` covers every worktree.
+        shared = Path(common.read_text().strip())
+        git_dir = (shared if shared.is_absolute() else git_dir / shared).resolve()
+    return git_dir
 
 
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}

@@ -346,6 +346,24 @@ def test_a_killed_repacks_partial_pack_is_removed_by_the_next(work: Path) -> Non
     git(work, "fsck", "--full")
 
 
+def test_run_from_a_linked_worktree_repacks_the_repository_and_keeps_its_head(work: Path, tmp_path: Path) -> None:
+    """A linked worktree's git directory has no objects of its own; Git's walk from the main
+    repository covers every worktree's HEAD and index."""
+    linked = tmp_path / "linked"
+    git(work, "worktree", "add", "-q", "--detach", str(linked))
+    (linked / "only-here.txt").write_text("reachable from the linked worktree's HEAD alone\n")
+    git(linked, "add", "only-here.txt")
+    git(linked, "commit", "-q", "-m", "detached, in the linked worktree", when=1_800_000_000)
+    detached = git(linked, "rev-parse", "HEAD").decode().strip()
+    git(work, "config", "gc.pruneExpire", "now")
+    result = packorder.repack(linked, prune_unreachable=True)
+    assert result.git_dir == (work / ".git").resolve()
+    assert result.packs and all(p.parent == work / ".git" / "objects" / "pack" for p in result.packs)
+    git(work, "cat-file", "-e", detached)
+    git(linked, "cat-file", "-p", "HEAD:only-here.txt")
+    git(work, "fsck", "--full")
+
+
 def test_a_snapshot_must_be_locked_exactly_when_repacking_in_place(work: Path) -> None:
     from packorder import snapshot
     from packorder.errors import UsageError
