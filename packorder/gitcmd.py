@@ -129,6 +129,11 @@ def read_config(git_dir: Path | None) -> Config:
                 continue
             key, sep, val = item.decode(errors="replace").partition("\n")
             values[key.lower()] = val if sep else None
+    fmt = (values.get("extensions.objectformat") or "sha1").lower()
+    if git_dir is not None and fmt != "sha1":
+        # Every format packorder reads and writes has 20-byte ids; a SHA-256 repository's
+        # files would otherwise be reported as corrupt.
+        raise RepositoryError(f"{git_dir} uses {fmt} object names; packorder supports SHA-1 repositories only")
     return Config(values)
 
 

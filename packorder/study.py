@@ -258,7 +258,7 @@ def experiment(
     names more orders to simulate only (from the first order's traces). Returns what was
     measured; raises PackError subclasses. `note` receives one-line messages (chosen paths,
     steps); `command` is quoted in the report."""
-    from packorder.gitcmd import find_git_dir
+    from packorder.gitcmd import find_git_dir, read_config
     from packorder.seek import api
     from packorder.seek import workloads as workloads_mod
     from packorder.seek.runner import check_program
@@ -274,6 +274,7 @@ def experiment(
     if threshold <= 0 or near < 0:
         raise UsageError("the threshold must be positive and the near distance not negative")
     source = find_git_dir(repo)
+    read_config(source)  # refuses a repository packorder cannot read (SHA-256) before copying it
     git_path = check_program(git, "the git binary to run workloads with (--git)")
     out = Path(output_dir)
     if out.exists() and not out.is_dir():

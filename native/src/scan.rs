@@ -192,7 +192,16 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
         end
     };
     if junk_at != limit {
-        return Err(PackError::at(junk_at, "pack has junk at the end"));
+        // A SHA-256 pack read as SHA-1 ends its last entry 12 bytes early (a 32-byte trailer).
+        let hint = if limit.checked_sub(junk_at) == Some(12) {
+            " (12 bytes: a SHA-256 pack? only SHA-1 packs are supported)"
+        } else {
+            ""
+        };
+        return Err(PackError::at(
+            junk_at,
+            format!("pack has junk at the end{hint}"),
+        ));
     }
     table.truncate(count as usize);
     table.data_end = limit;
