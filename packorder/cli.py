@@ -77,6 +77,17 @@ ORDER_NAMES = (
     "trees-first",
     "recency-dfs",
 )
+# Those of them that place objects by the commit introducing them (OrderSpec.needs_intro): for
+# these the second walk starts with the first.
+INTRO_ORDERS = (
+    "history",
+    "interleaved",
+    "windowed",
+    "windowed-256",
+    "interleaved-recent",
+    "history-tags-midway",
+    "trees-first",
+)
 
 
 @main.command("repack", context_settings=CONTEXT)
@@ -141,7 +152,7 @@ def repack_cmd(
     # Git starts walking the history before the repack's heavy imports (snapshot.py says why).
     start = None
     try:
-        start = snapshot.take(repo, lock=output_dir is None and not dry_run)
+        start = snapshot.take(repo, lock=output_dir is None and not dry_run, intro=order in INTRO_ORDERS)
         from packorder.repacker import repack
     except BaseException:
         if start is not None:

@@ -161,21 +161,34 @@ def _subset(table: ObjectTable, rows: np.ndarray) -> ObjectTable:
 
 
 def order_input(
-    repo: Repository, table: ObjectTable, choice: deltas_mod.DeltaChoice, order: str, ref_delta: bool = False
+    repo: Repository,
+    table: ObjectTable,
+    choice: deltas_mod.DeltaChoice,
+    order: str,
+    ref_delta: bool = False,
+    intro: np.ndarray | None = None,
 ) -> order_mod.OrderInput:
-    """The arrays the write orders work on."""
+    """The arrays the write orders work on. `intro`: introducing_commits of `table`, when the
+    caller has it already."""
     # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA (so in its order such
     # trees and commits skip their phases and join the delta families); new deltas keep
     # their real type.
     reused = choice.reused
     delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
     entry_kinds = np.where(reused, delta_kind, table.kinds).astype(np.uint8)
-    intro = introducing_commits(repo, table) if ORDER_FUNCS[order].needs_intro else None
+    if intro is None and ORDER_FUNCS[order].needs_intro:
+        intro = introducing_commits(repo, table)
     return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds, intro)
 
 
-def _order(repo: Repository, opts: _Options, table: ObjectTable, choice: deltas_mod.DeltaChoice) -> np.ndarray:
-    objs = order_input(repo, table, choice, opts.order, opts.ref_delta)
+def _order(
+    repo: Repository,
+    opts: _Options,
+    table: ObjectTable,
+    choice: deltas_mod.DeltaChoice,
+    intro: np.ndarray | None = None,
+) -> np.ndarray:
+    objs = order_input(repo, table, choice, opts.order, opts.ref_delta, intro)
     raw = ORDER_FUNCS[opts.order].fn(objs)
     return order_mod.bases_first(raw, choice.base)
 
@@ -252,9 +265,10 @@ def _write_group(
     seconds: dict[str, float],
     progress: ProgressCallback | None,
     new_deltas: dict[int, bytes] | None = None,
+    intro: np.ndarray | None = None,
 ) -> tuple[Path, writer_mod.IndexFiles, writer_mod.WrittenPack]:
     t = time.perf_counter()
-    order = _order(repo, opts, table, choice)
+    order = _order(repo, opts, table, choice, intro)
     plan = writer_mod.make_plan(repo, table, choice, order, new_deltas)
     seconds["order"] = seconds.get("order", 0.0) + time.perf_counter() - t
     fd, tmp = tempfile.mkstemp(prefix=install_mod.TMP_PACK_PREFIX, suffix=".pack", dir=out_dir)
@@ -368,10 +382,17 @@ def repack(
             verify=opts.verify,
             new_deltas=len(new_deltas),
         )
+        # Objects placed by the commit that introduces them: one walk for the whole table
+        # (started with the snapshot when the caller knew the order), cut per pack below.
+        t = time.perf_counter()
+        intro = None
+        if ORDER_FUNCS[opts.order].needs_intro:
+            intro = introducing_commits(repo, table, start.take_intro_walk())
+        seconds["order"] = time.perf_counter() - t
         if dry_run:
             t = time.perf_counter()
-            _order(repo, opts, table, choice)
-            seconds["order"] = time.perf_counter() - t
+            _order(repo, opts, table, choice, intro)
+            seconds["order"] += time.perf_counter() - t
         else:
             installed = []
             for promisor, rows in _groups(table):
@@ -380,8 +401,11 @@ def repack(
                 at = np.full(table.count, -1, dtype=np.int64)
                 at[rows] = np.arange(len(rows))
                 sub_deltas = {int(at[t]): d for t, d in new_deltas.items() if at[t] >= 0}
+                sub_intro = None
+                if intro is not None:
+                    sub_intro = np.where(intro[rows] >= 0, at[np.maximum(intro[rows], 0)], -1)
                 tmp_pack, files, written = _write_group(
-                    repo, sub, sub_choice, opts, out_dir, seconds, progress, sub_deltas
+                    repo, sub, sub_choice, opts, out_dir, seconds, progress, sub_deltas, sub_intro
                 )
                 installed.append(install_mod.install(tmp_pack, files, written.checksum, out_dir, promisor))
                 result.pack_bytes += written.size

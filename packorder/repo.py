@@ -279,11 +279,16 @@ def _enumerate(
     return ObjectTable(oids, kinds, hashes, reachable, tagged, source, pos, promisor, missing)
 
 
-def introducing_commits(repo: Repository, table: ObjectTable) -> np.ndarray:
+def introducing_commits(
+    repo: Repository, table: ObjectTable, walk: snapshot_mod.ObjectWalk | None = None
+) -> np.ndarray:
     """For each object of `table`, the table index of the commit that first refers to it in
     Git's walk (`rev-list --objects --in-commit-order`), or -1 (tags, index entries, and
     unreachable objects)."""
-    walk = snapshot_mod.ObjectWalk(repo.git_dir, missing_ok=repo.has_promisor_packs, extra=("--in-commit-order",))
+    if walk is None:
+        walk = snapshot_mod.ObjectWalk(
+            repo.git_dir, missing_ok=repo.has_promisor_packs, extra=snapshot_mod.IN_COMMIT_ORDER
+        )
     try:
         oids, _, _ = _walked(walk)
     finally:

@@ -20,6 +20,8 @@ from packorder import _native, gitcmd
 from packorder.errors import RepositoryError
 from packorder.object_store import alternates, list_loose, list_packs
 
+IN_COMMIT_ORDER = ("--in-commit-order",)
+
 
 class ObjectWalk:
     """`git rev-list --objects` of everything, read and parsed natively (without the GIL) in a
@@ -102,6 +104,9 @@ class Snapshot:
         self.loose: list[tuple[bytes, Path]] = []
         self.walk: ObjectWalk | None = None
         self.tags: TagTips | None = None
+        # `rev-list --in-commit-order`, for the orders that place objects by the commit that
+        # introduces them: a second walk, run beside the first on the other core.
+        self.intro_walk: ObjectWalk | None = None
 
     def __enter__(self) -> Snapshot:
         return self
@@ -110,7 +115,7 @@ class Snapshot:
         self.close()
 
     def close(self) -> None:
-        for run in (self.walk, self.tags):
+        for run in (self.walk, self.tags, self.intro_walk):
             if run is not None:
                 run.stop()
         if self.lock_path is not None:
@@ -121,6 +126,11 @@ class Snapshot:
     @property
     def objects_dir(self) -> Path:
         return self.git_dir / "objects"
+
+    def take_intro_walk(self) -> ObjectWalk | None:
+        """The `--in-commit-order` walk, if one was started, handed over once."""
+        walk, self.intro_walk = self.intro_walk, None
+        return walk
 
     def take_walk(self) -> tuple[ObjectWalk, TagTips]:
         """The walk and tag listing started with the snapshot, handed over once."""
@@ -170,8 +180,9 @@ def listed(path: str | os.PathLike[str] | None) -> Snapshot:
     return snap
 
 
-def take(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
-    """Lock (if `lock`), list, then start the walk, in that order."""
+def take(path: str | os.PathLike[str] | None, lock: bool, intro: bool = False) -> Snapshot:
+    """Lock (if `lock`), list, then start the walk (and with `intro` the walk in commit
+    order too), in that order."""
     snap = _open(path, lock)
     try:
         if lock:
@@ -180,6 +191,8 @@ def take(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
         promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)
         snap.walk = ObjectWalk(snap.git_dir, missing_ok=promisor)
         snap.tags = TagTips(snap.git_dir)
+        if intro:
+            snap.intro_walk = ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER)
     except BaseException:
         snap.close()
         raise

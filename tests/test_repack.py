@@ -489,10 +489,29 @@ def test_not_a_repository(tmp_path: Path) -> None:
 
 
 def test_cli_offers_every_order() -> None:
-    from packorder.cli import ORDER_NAMES
+    from packorder.cli import INTRO_ORDERS, ORDER_NAMES
     from packorder.order import ORDERS
 
     assert sorted(ORDER_NAMES) == sorted(ORDERS)
+    assert sorted(INTRO_ORDERS) == sorted(name for name, spec in ORDERS.items() if spec.needs_intro)
+
+
+def test_history_order_with_its_walk_started_early_writes_the_same_pack(work: Path, tmp_path: Path) -> None:
+    """The command line starts the commit-order walk with the first one; the library starts it
+    when ordering: same input, same pack."""
+    from packorder import snapshot
+
+    early = tmp_path / "early"
+    late = tmp_path / "late"
+    for d in (early, late):
+        d.mkdir()
+    start = snapshot.take(work, lock=False, intro=True)
+    assert start.intro_walk is not None
+    a = packorder.repack(work, order="history", output_dir=early, start=start, verify="crc")
+    b = packorder.repack(work, order="history", output_dir=late, verify="crc")
+    assert [p.name for p in a.packs] == [p.name for p in b.packs]
+    for pa, pb in zip(a.packs, b.packs, strict=True):
+        assert pa.read_bytes() == pb.read_bytes()
 
 
 def test_empty_repository_and_everything_pruned(tmp_path: Path) -> None:
