@@ -445,17 +445,19 @@ def plan_layout(
     depth: int | None = None,
     repo: Repository | None = None,
     table: ObjectTable | None = None,
+    intro: np.ndarray | None = None,
 ) -> PlannedLayout:
     """The layout `repack --order ORDER` would write, reusing stored deltas (no new search),
     for simulating workloads under that order. Pass `repo` and `table` to plan several orders
-    from one enumeration."""
+    from one enumeration, and `intro` (introducing_commits of `table`) to walk in commit order
+    once for all of them."""
     if repo is None:
         repo = open_repository(repo_path)
     opts = _options(repo, order, False, 0, depth, None, False, False, "crc")
     if table is None:
         table = enumerate_objects(repo)
     choice = deltas_mod.reuse(repo, table, opts.depth)
-    write_order = _order(repo, opts, table, choice)
+    write_order = _order(repo, opts, table, choice, intro)
     sizes = np.zeros(table.count, dtype=np.int64)
     for i, pack in enumerate(repo.packs):
         rows = np.flatnonzero(table.source == i)
