@@ -61,33 +61,25 @@ def _human(n: int) -> str:
     return str(n)
 
 
-# The names of packorder.order.ORDERS, listed here so that the command line starts without
-# numpy; tests/test_repack.py checks that the two agree.
-ORDER_NAMES = (
-    "recency",
-    "history",
-    "git",
-    "rev-list",
-    "type",
-    "interleaved",
-    "windowed",
-    "windowed-256",
-    "interleaved-recent",
-    "history-tags-midway",
-    "trees-first",
-    "recency-dfs",
-)
-# Those of them that place objects by the commit introducing them (OrderSpec.needs_intro): for
-# these the second walk starts with the first.
-INTRO_ORDERS = (
-    "history",
-    "interleaved",
-    "windowed",
-    "windowed-256",
-    "interleaved-recent",
-    "history-tags-midway",
-    "trees-first",
-)
+# The orders of packorder.order.ORDERS, listed here so that the command line starts without
+# numpy (tests/test_repack.py checks that the two agree), each with whether it places objects
+# by the commit introducing them (OrderSpec.needs_intro): for those the second walk starts
+# with the first.
+ORDER_INTRO = {
+    "recency": False,
+    "history": True,
+    "git": False,
+    "rev-list": False,
+    "type": False,
+    "interleaved": True,
+    "windowed": True,
+    "windowed-256": True,
+    "interleaved-recent": True,
+    "history-tags-midway": True,
+    "trees-first": True,
+    "recency-dfs": False,
+}
+ORDER_NAMES = tuple(ORDER_INTRO)
 
 
 @main.command("repack", context_settings=CONTEXT)
@@ -152,7 +144,7 @@ def repack_cmd(
     # Git starts walking the history before the repack's heavy imports (snapshot.py says why).
     start = None
     try:
-        start = snapshot.take(repo, lock=output_dir is None and not dry_run, intro=order in INTRO_ORDERS)
+        start = snapshot.take(repo, lock=output_dir is None and not dry_run, intro=ORDER_INTRO[order])
         from packorder.repacker import repack
     except BaseException:
         if start is not None:

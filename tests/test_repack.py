@@ -489,11 +489,11 @@ def test_not_a_repository(tmp_path: Path) -> None:
 
 
 def test_cli_offers_every_order() -> None:
-    from packorder.cli import INTRO_ORDERS, ORDER_NAMES
+    from packorder.cli import ORDER_INTRO, ORDER_NAMES
     from packorder.order import ORDERS
 
     assert sorted(ORDER_NAMES) == sorted(ORDERS)
-    assert sorted(INTRO_ORDERS) == sorted(name for name, spec in ORDERS.items() if spec.needs_intro)
+    assert {name: spec.needs_intro for name, spec in ORDERS.items()} == ORDER_INTRO
 
 
 def test_history_order_with_its_walk_started_early_writes_the_same_pack(work: Path, tmp_path: Path) -> None:
