@@ -255,6 +255,21 @@ def test_stdin_refuses_a_pack_whose_object_differs_from_the_repositorys(packs: d
     assert git_proc.returncode != 0 and f"SHA1 COLLISION FOUND WITH {oid}" in git_proc.stderr.decode()
 
 
+def test_an_alternates_differing_copy_is_a_collision_too(packs: dict[str, Path], tmp_path: Path) -> None:
+    """Git looks objects up in alternates as well: a different copy there is refused alike."""
+    pack = packs["ofs"]
+    oid = _a_blob_of(pack, tmp_path)
+    shared = bare_repo(tmp_path / "shared.git")
+    _plant_loose(shared, oid, b"blob", b"the alternate's own content\n")
+    ours = bare_repo(tmp_path / "ours.git")
+    (ours / "objects" / "info").mkdir(exist_ok=True)
+    (ours / "objects" / "info" / "alternates").write_text(str(shared / "objects") + "\n")
+    proc = run_cli("index-pack", "--stdin", "--repo", str(ours), input=pack.read_bytes())
+    assert proc.returncode == 1
+    assert proc.stderr.decode().startswith(f"fatal: SHA1 COLLISION FOUND WITH {oid} !")
+    assert list((ours / "objects" / "pack").iterdir()) == []
+
+
 def test_objects_the_repository_already_has_are_accepted(packs: dict[str, Path], tmp_path: Path) -> None:
     """The same objects, loose and packed, in the repository: no collision, same result as Git."""
     pack = packs["ofs"]
