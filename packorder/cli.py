@@ -5,11 +5,12 @@ render the result. Every PackError becomes one `fatal:` line and exit status 1 (
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from packorder import progress as progress_mod
-from packorder.cli_base import guarded, print_json
+from packorder.cli_base import fail, guarded, print_json
 from packorder.errors import PackError
 from packorder.seek.command import seekstats_cmd
 from packorder.study_command import experiment_cmd
@@ -29,7 +30,24 @@ def parse_size(value: str | None) -> int | None:
         raise click.BadParameter(f"not a size: {value!r} (use a number with an optional k, m or g)") from None
 
 
-@click.group(context_settings=CONTEXT)
+class _Commands(click.Group):
+    """click answers an interrupt while it parses arguments with "Aborted!" and status 1; the
+    commands answer one while they run with `fatal: interrupted` and 130. One answer for both."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+
+
+@click.group(cls=_Commands, context_settings=CONTEXT)
 @click.version_option(package_name="packorder")
 def main() -> None:
     """Write Git packs in an order chosen for locality, index packs fast, measure seeks."""

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from packorder.errors import Interrupted, PackError, UsageError
 from packorder.jsonable import to_jsonable
@@ -24,7 +24,7 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-def fail(message: str, status: int = 1) -> None:
+def fail(message: str, status: int = 1) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.write(f"fatal: {message}\n")
     sys.stderr.flush()

@@ -488,6 +488,20 @@ def test_not_a_repository(tmp_path: Path) -> None:
     assert proc.stderr.decode().startswith("fatal: not a git repository")
 
 
+def test_an_interrupt_while_arguments_are_parsed_is_fatal_interrupted() -> None:
+    """click's own answer would be "Aborted!" and status 1."""
+    script = (
+        "import click\n"
+        "from packorder import cli\n"
+        "def interrupted(self, value, param, ctx):\n"
+        "    raise KeyboardInterrupt\n"
+        "click.Path.convert = interrupted\n"
+        "cli.main(['repack', '.'])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, env=git_env())
+    assert (proc.returncode, proc.stderr.decode()) == (130, "fatal: interrupted\n")
+
+
 def test_cli_offers_every_order() -> None:
     from packorder.cli import ORDER_INTRO, ORDER_NAMES
     from packorder.order import ORDERS
