@@ -15,12 +15,6 @@ use crate::revlist::RevListParser;
 use crate::to_py_err;
 use crate::writer::{write_pack, Plan, Source};
 
-fn ids(b: &[u8]) -> Vec<ObjectId> {
-    b.chunks_exact(RAWSZ)
-        .map(|c| c.try_into().unwrap_or([0; RAWSZ]))
-        .collect()
-}
-
 fn bad_plan(what: &str) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(format!("bad pack plan: {what}"))
 }
@@ -136,7 +130,7 @@ impl PackWriter {
             pos: u64s(pos),
             base: i64s(base),
             kinds: kinds.to_vec(),
-            oids: ids(oids),
+            oids: id_column(oids, "plan ids")?.to_vec(),
             loose,
             new_deltas: new_deltas.iter().map(|d| d.as_bytes().to_vec()).collect(),
             ref_delta,
