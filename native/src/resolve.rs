@@ -409,13 +409,25 @@ impl<'a> Resolver<'a> {
         let Some((child, children)) = next else {
             return;
         };
+        self.descend(s, child, children, ticket);
+    }
+
+    /// Go on below a kept `base`: a large object's subtree stays on this thread, admitted as a
+    /// whole, and the admission is given back when it is done (before the scope waits for the
+    /// tasks spawned from it: a holder never waits); a small object's children go to the pool.
+    fn descend<'s>(
+        &'s self,
+        s: &rayon::Scope<'s>,
+        base: Arc<Base>,
+        children: Vec<u32>,
+        ticket: Option<Ticket<'s>>,
+    ) {
         match ticket {
-            // A large object's subtree stays on this thread, admitted as a whole.
             Some(t) => {
-                self.resolve_serially(s, child, children);
+                self.resolve_serially(s, base, children);
                 drop(t);
             }
-            None => self.spawn_kept(s, child, children),
+            None => self.spawn_kept(s, base, children),
         }
     }
 
@@ -482,15 +494,7 @@ impl<'a> Resolver<'a> {
         self.base_inflations.fetch_add(1, Ordering::Relaxed);
         base.pending.store(children.len() as u32, Ordering::Relaxed);
         self.kept.keep(&base, Arc::new(data));
-        rayon::scope(|s| match big {
-            // Given back before the scope waits for the tasks spawned from the subtree: a
-            // holder never waits.
-            Some(t) => {
-                self.resolve_serially(s, base, children);
-                drop(t);
-            }
-            None => self.spawn_kept(s, base, children),
-        });
+        rayon::scope(|s| self.descend(s, base, children, big));
     }
 }
 
