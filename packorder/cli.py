@@ -10,8 +10,7 @@ from typing import Any
 import click
 
 from packorder import progress as progress_mod
-from packorder.cli_base import fail, guarded, print_json
-from packorder.errors import PackError
+from packorder.cli_base import fail, guarded, print_json, size_argument
 from packorder.seek.command import seekstats_cmd
 from packorder.study_command import experiment_cmd
 
@@ -22,12 +21,10 @@ def parse_size(value: str | None) -> int | None:
     """'512m', '2g', '1048576' -> bytes (Git's k/m/g suffixes)."""
     if value is None:
         return None
-    from packorder.gitcmd import parse_int
-
     try:
-        return parse_int(value, "size")
-    except PackError:
-        raise click.BadParameter(f"not a size: {value!r} (use a number with an optional k, m or g)") from None
+        return size_argument(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 class _Commands(click.Group):

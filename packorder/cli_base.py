@@ -19,6 +19,17 @@ from packorder.jsonable import to_jsonable
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def size_argument(value: str) -> int:
+    """'512m', '2g', '1048576' -> bytes (Git's k/m/g suffixes); ValueError with the message
+    to show, which each front end raises its own way."""
+    from packorder.gitcmd import parse_int
+
+    try:
+        return parse_int(value, "size")
+    except PackError:
+        raise ValueError(f"not a size: {value!r} (use a number with an optional k, m or g)") from None
+
+
 def print_json(value: Any) -> None:
     json.dump(to_jsonable(value), sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")

@@ -10,19 +10,17 @@ import sys
 from pathlib import Path
 
 from packorder import progress as progress_mod
-from packorder.cli_base import guarded, print_json
-from packorder.errors import PackError, UsageError
+from packorder.cli_base import guarded, print_json, size_argument
+from packorder.errors import UsageError
 
 DESCRIPTION = "Build the .idx and .rev of PACK, byte-identical to `git index-pack`."
 
 
 def _size(value: str) -> int:
-    from packorder.gitcmd import parse_int
-
     try:
-        return parse_int(value, "size")
-    except PackError:
-        raise argparse.ArgumentTypeError(f"not a size: {value!r} (use a number with an optional k, m or g)") from None
+        return size_argument(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _index_version(value: str) -> tuple[int, int | None]:
@@ -73,7 +71,12 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "--max-memory", type=_size, metavar="SIZE", help="budget for kept delta bases (default: 96m per thread)"
     )
     p.add_argument("--no-collision-detection", action="store_true", help="plain SHA-1 (faster, unsafe against attacks)")
-    p.add_argument("--repo", type=Path, metavar="DIR", help="repository for --stdin")
+    p.add_argument(
+        "--repo",
+        type=Path,
+        metavar="DIR",
+        help="the repository (--stdin stores the pack there; objects it has are checked against the pack's)",
+    )
     p.add_argument("-v", dest="verbose", action="store_true", help="show progress even when stderr is not a terminal")
     p.add_argument("-q", dest="quiet", action="store_true", help="no progress")
     p.add_argument(
