@@ -176,6 +176,15 @@ def _derive(name: Path, old: str, new: str) -> Path:
     return name.with_name(name.name[: -len(old)] + new)
 
 
+def _hashes_to(kind_name: str, data: bytes, oid: bytes) -> bool:
+    """Whether an object read from the repository is the object `oid` names (a collision
+    attack found in it by the hash's detection counts as not)."""
+    try:
+        return _native.object_id(TYPE_CODES[kind_name], data) == oid
+    except _native.PackFormatError:
+        return False
+
+
 def _fix_thin(run: _Run, git_dir: Path, level: int) -> int:
     """Append every missing REF_DELTA base the repository has; returns how many."""
     appended = 0
@@ -185,10 +194,9 @@ def _fix_thin(run: _Run, git_dir: Path, level: int) -> int:
             if found is None:
                 continue
             kind_name, data = found
-            kind = TYPE_CODES[kind_name]
-            if _native.object_id(kind, data) != base:
+            if not _hashes_to(kind_name, data, base):
                 raise RepositoryError(f"object {base.hex()} in the repository is corrupt")
-            run.call("fix_thin", run.native.append_base, kind, data, level)
+            run.call("fix_thin", run.native.append_base, TYPE_CODES[kind_name], data, level)
             appended += 1
     return appended
 
@@ -225,12 +233,7 @@ def _check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int
             oid = bytes.fromhex(oid_hex)
             if found_obj is None:
                 continue  # removed meanwhile (a repack): nothing to differ from
-            kind_name, data = found_obj
-            try:
-                same = _native.object_id(TYPE_CODES[kind_name], data) == oid
-            except _native.PackFormatError:  # a collision attack in the repository's copy
-                same = False
-            if not same:
+            if not _hashes_to(*found_obj, oid):
                 raise CollisionError(f"SHA1 COLLISION FOUND WITH {oid.hex()} ! (the repository's copy differs)")
     return len(place)
 
