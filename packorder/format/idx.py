@@ -157,17 +157,20 @@ class PackIndex(NamedTuple):
         return self.names[i].tobytes()
 
 
+def _version_and_count(head: bytes, path: str) -> tuple[int, int]:
+    """(1 or 2, object count) from the first bytes of an index file (its fan-out table)."""
+    fan_end = 8 + 1024 if head[:4] == IDX_V2_MAGIC else 1024
+    if len(head) < fan_end:
+        raise CorruptPackError("index file is corrupt: too short", None, path)
+    return (2 if fan_end > 1024 else 1), struct.unpack(">I", head[fan_end - 4 : fan_end])[0]
+
+
 def names_of(path: str) -> bytes:
     """The sorted object ids of an index file (v1 or v2), for look-ups: only the ids are read
     (a large repository's index is mostly offsets and CRCs) and the checksum is not checked."""
     with open(path, "rb") as f:
-        head = f.read(8 + 1024)
-        v2 = head[:4] == IDX_V2_MAGIC
-        fan_end = 8 + 1024 if v2 else 1024
-        if len(head) < fan_end:
-            raise CorruptPackError("index file is corrupt: too short", None, path)
-        count = struct.unpack(">I", head[fan_end - 4 : fan_end])[0]
-        if v2:
+        version, count = _version_and_count(f.read(8 + 1024), path)
+        if version == 2:
             names = f.read(count * RAWSZ)
         else:  # (offset, id) records after the fan-out table
             f.seek(1024)
@@ -182,8 +185,10 @@ def offsets_at(path: str, positions: list[int]) -> list[int]:
     """Pack offsets of the entries at `positions` (in id order) of an index file (v1 or v2)."""
     with open(path, "rb") as f:
         data = f.read()
-    if data[:4] == IDX_V2_MAGIC:
-        count = struct.unpack_from(">I", data, 8 + 1020)[0]
+    version, count = _version_and_count(data, path)
+    try:
+        if version == 1:
+            return [struct.unpack_from(">I", data, 1024 + (RAWSZ + 4) * pos)[0] for pos in positions]
         small_at = 8 + 1024 + count * (RAWSZ + 4)
         large_at = small_at + count * 4
         out = []
@@ -193,7 +198,8 @@ def offsets_at(path: str, positions: list[int]) -> list[int]:
                 small = struct.unpack_from(">Q", data, large_at + 8 * (small & 0x7FFFFFFF))[0]
             out.append(small)
         return out
-    return [struct.unpack_from(">I", data, 1024 + (RAWSZ + 4) * pos)[0] for pos in positions]
+    except struct.error:
+        raise CorruptPackError("index file is corrupt: truncated offsets", None, path) from None
 
 
 def read(path: str) -> PackIndex:
