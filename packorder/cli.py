@@ -205,8 +205,14 @@ def repack_cmd(
         click.echo(
             f"pack size {_human(result.pack_bytes)} (was {_human(result.old_pack_bytes)}), "
             f"{len(result.removed_packs)} old packs and {result.removed_loose} loose objects removed"
-            + (", bitmap written" if result.bitmap else "")
+            + (_bitmap_summary(result) if result.bitmap else "")
         )
+
+
+def _bitmap_summary(result) -> str:
+    if result.bitmaps:
+        return f", bitmap written ({result.bitmaps} commits)"
+    return ", multi-pack-index bitmap written"
 
 
 if __name__ == "__main__":

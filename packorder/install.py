@@ -24,12 +24,14 @@ def crash_point(name: str) -> None:
 
 
 def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, promisor: bool) -> Path:
-    """Put a verified pack in place: .rev, the pack, .promisor, and the .idx last (Git only
-    sees a pack through its .idx, so until then the pack is invisible and harmless)."""
+    """Put a verified pack in place: .rev, the pack, .promisor, .bitmap, and the .idx last (Git
+    only sees a pack through its .idx, so until then the pack is invisible and harmless)."""
     final = out_dir / f"pack-{checksum.hex()}.pack"
     stem = final.with_suffix("")
     if final.exists() and (out_dir / f"{stem.name}.idx").exists():
         tmp_pack.unlink()  # the very same pack is already installed
+        if files.bitmap is not None:
+            write_atomically(stem.with_suffix(".bitmap"), lambda f: f.write(files.bitmap))
         return final
     write_atomically(stem.with_suffix(".rev"), lambda f: f.write(files.rev))
     crash_point("rev-installed")
@@ -38,6 +40,9 @@ def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, p
     crash_point("pack-renamed")
     if promisor:
         write_atomically(stem.with_suffix(".promisor"), lambda f: f.write(b""), 0o644)
+    if files.bitmap is not None:
+        write_atomically(stem.with_suffix(".bitmap"), lambda f: f.write(files.bitmap))
+        crash_point("bitmap-installed")
     write_atomically(stem.with_suffix(".idx"), lambda f: f.write(files.idx))
     fsync_dir(out_dir)
     crash_point("idx-installed")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from packorder import bitmap as bitmap_mod
 from packorder import deltas as deltas_mod
 from packorder import gitcmd
 from packorder import install as install_mod
@@ -57,6 +58,8 @@ class RepackResult:
     seconds: dict[str, float] = field(default_factory=dict)
     peak_rss_bytes: int = 0
     new_deltas: int = 0  # deltas found by the search (not among reused_deltas)
+    bitmaps: int = 0  # commits given a bitmap in the pack's own .bitmap
+    bitmap_note: str = ""  # why the pack could not have its own bitmap (a multi-pack one was written)
 
 
 @dataclass
@@ -266,7 +269,10 @@ def _write_group(
     progress: ProgressCallback | None,
     new_deltas: dict[int, bytes] | None = None,
     intro: np.ndarray | None = None,
-) -> tuple[Path, writer_mod.IndexFiles, writer_mod.WrittenPack]:
+    bitmap_heads: np.ndarray | None = None,
+) -> tuple[Path, writer_mod.IndexFiles, writer_mod.WrittenPack, bitmap_mod.PackBitmap | None]:
+    """Write, verify and index one pack; with `bitmap_heads` (the branch heads), also compute
+    its reachability bitmap."""
     t = time.perf_counter()
     order = _order(repo, opts, table, choice, intro)
     plan = writer_mod.make_plan(repo, table, choice, order, new_deltas)
@@ -299,11 +305,22 @@ def _write_group(
             progress("Verifying", 1, 1)
         seconds["verify"] = seconds.get("verify", 0.0) + time.perf_counter() - t
         install_mod.crash_point("verified")
+        bitmap = None
+        if bitmap_heads is not None:
+            t = time.perf_counter()
+            if progress is not None:
+                progress("Building bitmaps", 0, 1)
+            # Read from the pack just verified, so the bitmap describes exactly what it holds.
+            bitmap = bitmap_mod.compute(written, table, bitmap_heads, opts.threads, physical_memory())
+            files.bitmap = bitmap.data
+            if progress is not None:
+                progress("Building bitmaps", 1, 1)
+            seconds["bitmap"] = time.perf_counter() - t
     except BaseException:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
         raise
-    return tmp_path, files, written
+    return tmp_path, files, written, bitmap
 
 
 def repack(
@@ -395,7 +412,14 @@ def repack(
             seconds["order"] += time.perf_counter() - t
         else:
             installed = []
-            for promisor, rows in _groups(table):
+            groups = _groups(table)
+            # The new pack gets a bitmap of its own when it will be the repository's only
+            # pack; beside packs it does not replace, a multi-pack-index bitmap covers them all.
+            own_bitmap = (
+                opts.write_bitmap and in_place and len(groups) == 1 and not any(p.keep or p.foreign for p in repo.packs)
+            )
+            heads = bitmap_mod.head_ids(repo) if own_bitmap else None
+            for promisor, rows in groups:
                 sub = _subset(table, rows)
                 sub_choice = _restrict(choice, rows)
                 at = np.full(table.count, -1, dtype=np.int64)
@@ -404,9 +428,13 @@ def repack(
                 sub_intro = None
                 if intro is not None:
                     sub_intro = np.where(intro[rows] >= 0, at[np.maximum(intro[rows], 0)], -1)
-                tmp_pack, files, written = _write_group(
-                    repo, sub, sub_choice, opts, out_dir, seconds, progress, sub_deltas, sub_intro
+                tmp_pack, files, written, bitmap = _write_group(
+                    repo, sub, sub_choice, opts, out_dir, seconds, progress, sub_deltas, sub_intro, heads
                 )
+                if bitmap is not None:
+                    result.bitmap = bitmap.data is not None
+                    result.bitmaps = bitmap.bitmaps
+                    result.bitmap_note = bitmap.why
                 installed.append(install_mod.install(tmp_pack, files, written.checksum, out_dir, promisor))
                 result.pack_bytes += written.size
             result.packs = installed
@@ -416,7 +444,7 @@ def repack(
                 result.removed_packs, result.removed_loose = install_mod.remove_replaced(
                     repo, table, pruned_oids, installed
                 )
-                if opts.write_bitmap and installed:
+                if opts.write_bitmap and installed and not result.bitmap:
                     result.bitmap = install_mod.write_bitmap(repo)
                 seconds["install"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - started

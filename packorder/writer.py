@@ -47,6 +47,7 @@ class Plan:
     sources: list[int]  # repository pack indexes used, in the order passed to the writer
     loose: list[Path]
     new_deltas: list[bytes]
+    rows: np.ndarray  # int64: the table row of each output entry (the write order)
 
 
 def make_plan(
@@ -101,7 +102,9 @@ def make_plan(
     if bad.any():
         raise AssertionError("write order puts a delta before its base")
     base_out[(how != COPY_DELTA) & (how != NEW_DELTA)] = -1
-    return Plan(how, src, pos, base_out, table.kinds[order], table.oids[order], sizes, used_sources, loose, deltas)
+    return Plan(
+        how, src, pos, base_out, table.kinds[order], table.oids[order], sizes, used_sources, loose, deltas, order
+    )
 
 
 def _source_args(repo: Repository, used: list[int]) -> list[tuple]:
@@ -177,6 +180,7 @@ def write(
 class IndexFiles:
     idx: bytes
     rev: bytes
+    bitmap: bytes | None = None
 
 
 def _index_files(names: bytes, crcs_be: bytes, offsets: np.ndarray, positions_be: bytes, checksum: bytes) -> IndexFiles:

@@ -7,8 +7,8 @@ Two modes, each with the same window, depth and threads on both sides:
 - fresh: `git repack -adf` against `packorder repack -f` (every delta searched anew).
 packorder runs twice in each mode, verifying its pack with `--verify crc` and `--verify full`.
 Bitmaps are off on both sides (`-c repack.writeBitmaps=false`, `--no-write-bitmap-index`) so
-both do the same work; `--bitmaps` turns them on on both sides instead (Git writes a pack
-bitmap, packorder a multi-pack-index bitmap through `git multi-pack-index write --bitmap`), as
+both do the same work; `--bitmaps` turns them on on both sides instead (each writes a pack
+bitmap; packorder falls back to a multi-pack-index bitmap only beside packs it keeps), as
 a bare repository gets them by default. Every run gets a fresh copy of the repository (the copy is not timed);
 the tools run alternately, several times; we report the median wall time of each, the
 ratio to Git's, peak RSS (the child's ru_maxrss, median over runs) and the pack size.

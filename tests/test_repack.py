@@ -21,6 +21,7 @@ CRASH_POINTS = [
     "verified",
     "rev-installed",
     "pack-renamed",
+    "bitmap-installed",
     "idx-installed",
     "midx-removed",
     "pack-removed",
@@ -414,7 +415,7 @@ def test_killed_at_any_point_the_repository_stays_valid(work: Path, point: str) 
     env = git_env()
     env["PACKORDER_CRASH_AT"] = point
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", "-q", str(work)], env=env, capture_output=True
+        [sys.executable, "-m", "packorder.cli", "repack", "-q", "-b", str(work)], env=env, capture_output=True
     )
     assert proc.returncode == 137, proc.stderr.decode()
     git(work, "fsck", "--full")
@@ -442,8 +443,8 @@ def test_bare_repository_gets_a_bitmap(base_repo: Repo, tmp_path: Path) -> None:
     bare = tmp_path / "bare.git"
     git(None, "clone", "-q", "--bare", "--no-local", str(base_repo.path), str(bare))
     result = packorder.repack(bare)
-    assert result.bitmap
-    assert list((bare / "objects" / "pack").glob("multi-pack-index*.bitmap"))
+    assert result.bitmap and result.bitmaps > 0
+    assert list((bare / "objects" / "pack").glob("pack-*.bitmap"))
     out = git(bare, "rev-list", "--count", "--use-bitmap-index", "--all").decode().strip()
     assert int(out) == int(git(bare, "rev-list", "--count", "--all").decode().strip())
     result = packorder.repack(bare, write_bitmap=False)

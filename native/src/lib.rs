@@ -1,12 +1,14 @@
 //! packorder._native: module registration and the mapping of errors to Python.
 
 pub mod access_log;
+pub mod bitmap;
 mod columns;
 pub mod delta;
 pub mod delta_create;
 pub mod delta_search;
 pub mod entry;
 pub mod error;
+pub mod ewah;
 pub mod graph;
 pub mod hash;
 pub mod ids;
@@ -16,9 +18,11 @@ pub mod loose;
 pub mod nearness;
 pub mod object_read;
 pub mod progress;
+mod py_bitmap;
 mod py_delta;
 mod py_index;
 mod py_write;
+pub mod reach;
 pub mod resolve;
 mod retain;
 pub mod revlist;
@@ -403,6 +407,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<py_write::PackWriter>()?;
     m.add_class::<py_delta::DeltaIndex>()?;
     m.add_class::<py_delta::DeltaSearch>()?;
+    m.add_function(wrap_pyfunction!(py_bitmap::pack_bitmap, m)?)?;
     m.add_function(wrap_pyfunction!(py_write::loose_header, m)?)?;
     m.add_function(wrap_pyfunction!(py_write::read_loose, m)?)?;
     m.add_function(wrap_pyfunction!(py_write::id_sort_order, m)?)?;

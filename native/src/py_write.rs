@@ -217,7 +217,7 @@ impl PackWriter {
 
 /// `b` as object ids, without copying: [u8; 20] has alignment 1 and no padding, so any run of
 /// whole ids in a byte slice is a slice of ids.
-fn id_column<'a>(b: &'a [u8], what: &str) -> PyResult<&'a [ObjectId]> {
+pub(crate) fn id_column<'a>(b: &'a [u8], what: &str) -> PyResult<&'a [ObjectId]> {
     if !b.len().is_multiple_of(RAWSZ) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
             "{what}: not a whole number of object ids"

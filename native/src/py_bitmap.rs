@@ -1,0 +1,115 @@
+//! The Python face of the bitmap writer: one call, run without the GIL.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::bitmap::{self, Input};
+use crate::columns::{i64s, u32s, u64s};
+use crate::py_write::id_column;
+use crate::reach::{read_graph, Entries, GraphError};
+use crate::source::PackFile;
+use crate::{to_py_err, PackFormatError};
+
+type BitmapOutcome<'py> = (Option<Bound<'py, PyBytes>>, usize, usize, String);
+
+/// The `.bitmap` of a pack just written and verified, from its entries in pack order (start
+/// offsets, data ends, base positions or -1, real types, ids, path-name hashes) and the pack
+/// positions of the commits to give a bitmap. Returns (bytes, bitmaps, of them XORed, "") or,
+/// when the pack names an object it does not hold (it cannot have a bitmap of its own),
+/// (None, 0, 0, why).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn pack_bitmap<'py>(
+    py: Python<'py>,
+    pack_path: PathBuf,
+    offsets: &[u8],
+    ends: &[u8],
+    bases: &[u8],
+    kinds: &[u8],
+    oids: &[u8],
+    name_hashes: &[u8],
+    selected: &[u8],
+    checksum: &[u8],
+    threads: usize,
+    object_limit: u64,
+) -> PyResult<BitmapOutcome<'py>> {
+    let (offsets, ends, bases) = (u64s(offsets), u64s(ends), i64s(bases));
+    let (name_hashes, selected) = (u32s(name_hashes), u32s(selected));
+    let oids = id_column(oids, "pack_bitmap")?;
+    let n = kinds.len();
+    let checksum: crate::entry::ObjectId = checksum.try_into().map_err(|_| {
+        pyo3::exceptions::PyValueError::new_err("pack_bitmap: checksum of 20 bytes")
+    })?;
+    if [
+        offsets.len(),
+        ends.len(),
+        bases.len(),
+        oids.len(),
+        name_hashes.len(),
+    ]
+    .iter()
+    .any(|&l| l != n)
+        || bases.iter().any(|&b| b >= n as i64)
+        || selected
+            .iter()
+            .any(|&s| s as usize >= n || kinds[s as usize] != crate::entry::OBJ_COMMIT)
+    {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "pack_bitmap: columns differ in length, or a base or selected commit out of range",
+        ));
+    }
+    let pack = PackFile::open(&pack_path, false).map_err(to_py_err)?;
+    let outcome = py.detach(|| -> Result<_, GraphError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()
+            .map_err(|e| GraphError::Pack(crate::error::PackError::at(0, e.to_string())))?;
+        let order = crate::ids::sort_order(oids);
+        let sorted_ids: Vec<_> = order.iter().map(|&i| oids[i as usize]).collect();
+        let mut index_pos = vec![0u32; n];
+        for (k, &i) in order.iter().enumerate() {
+            index_pos[i as usize] = k as u32;
+        }
+        let entries = Entries {
+            offsets: &offsets,
+            ends: &ends,
+            bases: &bases,
+            kinds,
+            sorted_ids: &sorted_ids,
+            sorted_pos: &order,
+        };
+        let graph = read_graph(&pack, &entries, object_limit, &pool)?;
+        drop(sorted_ids);
+        let input = Input {
+            kinds,
+            graph: &graph,
+            selected: &selected,
+            index_pos: &index_pos,
+            name_hashes: &name_hashes,
+            pack_checksum: &checksum,
+        };
+        Ok(bitmap::write(&input))
+    });
+    match outcome {
+        Ok(Ok((bytes, stats))) => Ok((
+            Some(PyBytes::new(py, &bytes)),
+            stats.bitmaps,
+            stats.xored,
+            String::new(),
+        )),
+        Ok(Err(message)) => Err(PackFormatError::new_err((message, py.None()))),
+        Err(GraphError::Pack(e)) => Err(to_py_err(e)),
+        Err(GraphError::Outside { from, missing }) => Ok((
+            None,
+            0,
+            0,
+            format!(
+                "{} names {}, which is not in the pack",
+                crate::hash::hex(&from),
+                crate::hash::hex(&missing)
+            ),
+        )),
+    }
+}
