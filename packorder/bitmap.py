@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from packorder import _native
+from packorder.errors import PackError
 from packorder.format.pack import OBJ_COMMIT, RAWSZ
 from packorder.repo import ObjectTable, Repository, keys, lookup, sort_keys
 from packorder.writer import WrittenPack
@@ -65,17 +66,22 @@ def compute(written: WrittenPack, table: ObjectTable, heads: np.ndarray, threads
     if n:
         ends[-1] = written.size - RAWSZ
     selected = select_commits(table, rows, heads)
-    data, bitmaps, xored, why = _native.pack_bitmap(
-        str(written.path),
-        written.offsets.astype(np.uint64).tobytes(),
-        ends.tobytes(),
-        plan.base.astype(np.int64).tobytes(),
-        plan.kinds.astype(np.uint8).tobytes(),
-        np.ascontiguousarray(plan.oids).tobytes(),
-        table.name_hash[rows].astype(np.uint32).tobytes(),
-        selected.tobytes(),
-        written.checksum,
-        threads,
-        object_limit,
-    )
+    try:
+        data, bitmaps, xored, why = _native.pack_bitmap(
+            str(written.path),
+            written.offsets.astype(np.uint64).tobytes(),
+            ends.tobytes(),
+            plan.base.astype(np.int64).tobytes(),
+            plan.kinds.astype(np.uint8).tobytes(),
+            np.ascontiguousarray(plan.oids).tobytes(),
+            table.name_hash[rows].astype(np.uint32).tobytes(),
+            selected.tobytes(),
+            written.checksum,
+            threads,
+            object_limit,
+        )
+    except _native.PackFormatError as e:
+        message, offset = e.args
+        where = f" (offset {offset})" if offset is not None else ""
+        raise PackError(f"new pack {written.path}: cannot build its bitmap: {message}{where}") from None
     return PackBitmap(data, bitmaps, xored, why)

@@ -212,7 +212,8 @@ def repack_cmd(
 def _bitmap_summary(result) -> str:
     if result.bitmaps:
         return f", bitmap written ({result.bitmaps} commits)"
-    return ", multi-pack-index bitmap written"
+    why = f" (the pack alone has no closure: {result.bitmap_note})" if result.bitmap_note else ""
+    return ", multi-pack-index bitmap written" + why
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -296,31 +297,52 @@ def _write_group(
         t = time.perf_counter()
         if progress is not None:
             progress("Verifying", 0, 1)
-        if opts.verify == "full":
-            budget = repo.config.get_int("core.deltaBaseCacheLimit", 96 << 20) * opts.threads
-            files = writer_mod.verify_full(written, opts.threads, budget, physical_memory())
-        else:
-            files = writer_mod.verify_crc(written)
+        # The bitmap is computed from the new pack while it is verified (both release the
+        # GIL; verification leaves a core idle much of the time). Nothing is installed unless
+        # verification passes, and its failure is the one reported.
+        bitmap_outcome: list[bitmap_mod.PackBitmap | BaseException] = []
+        builder = None
+        if bitmap_heads is not None:
+            builder = threading.Thread(
+                target=_bitmap_into,
+                args=(bitmap_outcome, written, table, bitmap_heads, opts.threads, seconds),
+            )
+            builder.start()
+        try:
+            if opts.verify == "full":
+                budget = repo.config.get_int("core.deltaBaseCacheLimit", 96 << 20) * opts.threads
+                files = writer_mod.verify_full(written, opts.threads, budget, physical_memory())
+            else:
+                files = writer_mod.verify_crc(written)
+        finally:
+            if builder is not None:
+                builder.join()
         if progress is not None:
             progress("Verifying", 1, 1)
         seconds["verify"] = seconds.get("verify", 0.0) + time.perf_counter() - t
         install_mod.crash_point("verified")
         bitmap = None
-        if bitmap_heads is not None:
-            t = time.perf_counter()
-            if progress is not None:
-                progress("Building bitmaps", 0, 1)
-            # Read from the pack just verified, so the bitmap describes exactly what it holds.
-            bitmap = bitmap_mod.compute(written, table, bitmap_heads, opts.threads, physical_memory())
+        if bitmap_outcome:
+            if isinstance(bitmap_outcome[0], BaseException):
+                raise bitmap_outcome[0]
+            bitmap = bitmap_outcome[0]
             files.bitmap = bitmap.data
-            if progress is not None:
-                progress("Building bitmaps", 1, 1)
-            seconds["bitmap"] = time.perf_counter() - t
     except BaseException:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
         raise
     return tmp_path, files, written, bitmap
+
+
+def _bitmap_into(
+    out: list, written: writer_mod.WrittenPack, table: ObjectTable, heads: np.ndarray, threads: int, seconds: dict
+) -> None:
+    t = time.perf_counter()
+    try:
+        out.append(bitmap_mod.compute(written, table, heads, threads, physical_memory()))
+    except BaseException as e:
+        out.append(e)
+    seconds["bitmap"] = time.perf_counter() - t
 
 
 def repack(

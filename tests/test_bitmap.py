@@ -139,3 +139,15 @@ def test_a_bitmap_is_added_to_the_same_pack_written_again(source: Path, tmp_path
     assert second.bitmaps > 0
     assert list(pack_dir(bare).glob("*.bitmap"))
     assert object_set(bare, "--all", "--use-bitmap-index") == object_set(bare, "--all")
+
+
+def test_a_partial_clone_pack_names_promised_objects_so_gets_no_bitmap_of_its_own(source: Path, tmp_path: Path) -> None:
+    """A promisor pack's trees name blobs the repository does not have: a bitmap of the pack
+    alone would claim a closure it lacks, so the multi-pack-index route is taken instead."""
+    git(source, "config", "uploadpack.allowFilter", "true")
+    partial = tmp_path / "partial.git"
+    git(None, "clone", "-q", "--bare", "--filter=blob:none", f"file://{source}", str(partial))
+    result = packorder.repack(partial, write_bitmap=True)
+    assert result.promisor and result.bitmaps == 0
+    assert "which is not in the pack" in result.bitmap_note
+    assert not list(pack_dir(partial).glob("pack-*.bitmap"))

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use crate::entry::{ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
 use crate::ewah::Ewah;
-use crate::reach::Graph;
+use crate::reach::{Graph, OUTSIDE};
 
 const BITMAP_OPT_FULL_DAG: u16 = 0x1;
 const BITMAP_OPT_HASH_CACHE: u16 = 0x4;
@@ -35,6 +35,24 @@ pub struct Input<'a> {
     pub pack_checksum: &'a ObjectId,
 }
 
+#[derive(Debug)]
+pub enum BitmapError {
+    /// A chosen commit reaches an object the pack does not hold: (the position of the
+    /// object naming it, its id). The pack cannot have a bitmap of its own.
+    Outside(u32, ObjectId),
+    /// The objects do not form a commit graph (a parent that is not a commit, a cycle).
+    Corrupt(String),
+}
+
+fn outside(g: &Graph, from: u32) -> BitmapError {
+    let id = g
+        .outside
+        .iter()
+        .find(|&&(f, _)| f == from)
+        .map_or([0; 20], |&(_, id)| id);
+    BitmapError::Outside(from, id)
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Stats {
     pub bitmaps: usize,
@@ -52,7 +70,7 @@ fn has(bits: &[u64], i: u32) -> bool {
 
 /// Each selected commit's distance from the root commits (1 for a root), so that sorting by
 /// it puts every commit after its ancestors. 0 for commits no selected commit reaches.
-fn generations(input: &Input<'_>) -> Result<Vec<u32>, String> {
+fn generations(input: &Input<'_>) -> Result<Vec<u32>, BitmapError> {
     let g = input.graph;
     let mut gen = vec![0u32; input.kinds.len()];
     let mut stack: Vec<(u32, bool)> = Vec::new();
@@ -66,10 +84,13 @@ fn generations(input: &Input<'_>) -> Result<Vec<u32>, String> {
             if !expanded {
                 stack.push((c, true));
                 for &p in parents {
+                    if p == OUTSIDE {
+                        return Err(outside(g, c));
+                    }
                     if input.kinds[p as usize] != OBJ_COMMIT {
-                        return Err(format!(
+                        return Err(BitmapError::Corrupt(format!(
                             "a parent of commit at position {c} is not a commit"
-                        ));
+                        )));
                     }
                     if gen[p as usize] == 0 {
                         stack.push((p, false));
@@ -79,7 +100,7 @@ fn generations(input: &Input<'_>) -> Result<Vec<u32>, String> {
                 let mut top = 0;
                 for &p in parents {
                     if gen[p as usize] == 0 {
-                        return Err("the commit graph has a cycle".into());
+                        return Err(BitmapError::Corrupt("the commit graph has a cycle".into()));
                     }
                     top = top.max(gen[p as usize]);
                 }
@@ -97,7 +118,7 @@ fn reachable_from(
     done: &[u32],
     stored: &[Ewah],
     bits: &mut [u64],
-) -> Result<(), String> {
+) -> Result<(), BitmapError> {
     let g = input.graph;
     bits.fill(0);
     let mut commits = vec![c];
@@ -116,7 +137,10 @@ fn reachable_from(
         let edges = g.edges(x as usize);
         let (&tree, parents) = edges
             .split_first()
-            .ok_or_else(|| format!("commit at position {x} has no tree"))?;
+            .ok_or_else(|| BitmapError::Corrupt(format!("commit at position {x} has no tree")))?;
+        if edges.contains(&OUTSIDE) {
+            return Err(outside(g, x));
+        }
         trees.push(tree);
         commits.extend_from_slice(parents);
     }
@@ -125,12 +149,15 @@ fn reachable_from(
             continue;
         }
         if input.kinds[t as usize] != OBJ_TREE {
-            return Err(format!(
+            return Err(BitmapError::Corrupt(format!(
                 "object at position {t} is named as a tree but is not one"
-            ));
+            )));
         }
         set(bits, t);
         for &child in g.edges(t as usize) {
+            if child == OUTSIDE {
+                return Err(outside(g, t));
+            }
             match input.kinds[child as usize] {
                 OBJ_TREE => trees.push(child),
                 _ => set(bits, child),
@@ -141,7 +168,7 @@ fn reachable_from(
 }
 
 /// The `.bitmap` file's bytes, its trailing checksum included.
-pub fn write(input: &Input<'_>) -> Result<(Vec<u8>, Stats), String> {
+pub fn write(input: &Input<'_>) -> Result<(Vec<u8>, Stats), BitmapError> {
     let n = input.kinds.len();
     let words = n.div_ceil(64);
     let gen = generations(input)?;

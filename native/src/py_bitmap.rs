@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::bitmap::{self, Input};
+use crate::bitmap::{self, BitmapError, Input};
 use crate::columns::{i64s, u32s, u64s};
 use crate::py_write::id_column;
-use crate::reach::{read_graph, Entries, GraphError};
+use crate::reach::{read_graph, Entries};
 use crate::source::PackFile;
 use crate::{to_py_err, PackFormatError};
 
@@ -61,11 +61,11 @@ pub fn pack_bitmap<'py>(
         ));
     }
     let pack = PackFile::open(&pack_path, false).map_err(to_py_err)?;
-    let outcome = py.detach(|| -> Result<_, GraphError> {
+    let outcome = py.detach(|| -> crate::error::Result<_> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads.max(1))
             .build()
-            .map_err(|e| GraphError::Pack(crate::error::PackError::at(0, e.to_string())))?;
+            .map_err(|e| crate::error::PackError::at(0, e.to_string()))?;
         let order = crate::ids::sort_order(oids);
         let sorted_ids: Vec<_> = order.iter().map(|&i| oids[i as usize]).collect();
         let mut index_pos = vec![0u32; n];
@@ -99,17 +99,19 @@ pub fn pack_bitmap<'py>(
             stats.xored,
             String::new(),
         )),
-        Ok(Err(message)) => Err(PackFormatError::new_err((message, py.None()))),
-        Err(GraphError::Pack(e)) => Err(to_py_err(e)),
-        Err(GraphError::Outside { from, missing }) => Ok((
+        Ok(Err(BitmapError::Corrupt(message))) => {
+            Err(PackFormatError::new_err((message, py.None())))
+        }
+        Ok(Err(BitmapError::Outside(from, missing))) => Ok((
             None,
             0,
             0,
             format!(
                 "{} names {}, which is not in the pack",
-                crate::hash::hex(&from),
+                crate::hash::hex(&oids[from as usize]),
                 crate::hash::hex(&missing)
             ),
         )),
+        Err(e) => Err(to_py_err(e)),
     }
 }

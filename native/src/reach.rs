@@ -6,8 +6,6 @@
 //! Deltas are resolved family by family (a whole object, then its deltas depth first), the
 //! families spread over threads; blobs are never read.
 
-use std::rc::Rc;
-
 use rayon::prelude::*;
 
 use crate::delta::apply_delta;
@@ -32,31 +30,25 @@ pub struct Entries<'a> {
     pub sorted_pos: &'a [u32],
 }
 
-/// Edges as compressed rows over pack positions: `targets[start[i]..start[i + 1]]`. A
-/// commit's row is its tree, then its parents.
+/// Edges over pack positions: object `i` names `targets[lo[i]..hi[i]]`. A commit names its
+/// tree, then its parents.
 pub struct Graph {
-    pub start: Vec<u32>,
+    pub lo: Vec<u32>,
+    pub hi: Vec<u32>,
     pub targets: Vec<u32>,
+    /// (position, id) of each object named but not held, and of who names it.
+    pub outside: Vec<(u32, ObjectId)>,
 }
 
 impl Graph {
     pub fn edges(&self, i: usize) -> &[u32] {
-        &self.targets[self.start[i] as usize..self.start[i + 1] as usize]
+        &self.targets[self.lo[i] as usize..self.hi[i] as usize]
     }
 }
 
-/// Why a pack cannot have a bitmap of its own: an object it names is not in it.
-#[derive(Debug)]
-pub enum GraphError {
-    Pack(PackError),
-    Outside { from: ObjectId, missing: ObjectId },
-}
-
-impl From<PackError> for GraphError {
-    fn from(e: PackError) -> Self {
-        GraphError::Pack(e)
-    }
-}
+/// The target of an edge to an object the pack does not hold (a promised object of a partial
+/// clone, or one named only by unreachable objects): harmless unless a bitmap's walk meets it.
+pub const OUTSIDE: u32 = u32::MAX;
 
 fn wanted(kind: u8) -> bool {
     kind == OBJ_COMMIT || kind == OBJ_TREE
@@ -69,8 +61,6 @@ struct Reader<'a> {
     /// Largest object we agree to materialize (physical memory).
     object_limit: u64,
 }
-
-type Rows = Vec<(u32, Vec<u32>)>;
 
 impl Reader<'_> {
     /// An entry's inflated data (the object, or the delta).
@@ -93,14 +83,14 @@ impl Reader<'_> {
         Ok(data)
     }
 
-    fn position(&self, id: &[u8], from: usize) -> std::result::Result<u32, GraphError> {
+    fn position(&self, id: &[u8], from: usize, rows: &mut Rows) -> u32 {
         let id: ObjectId = id.try_into().expect("20 bytes");
         match self.finder.at(&id) {
-            Some(k) => Ok(self.e.sorted_pos[k]),
-            None => Err(GraphError::Outside {
-                from: self.id_of(from),
-                missing: id,
-            }),
+            Some(k) => self.e.sorted_pos[k],
+            None => {
+                rows.outside.push((from as u32, id));
+                OUTSIDE
+            }
         }
     }
 
@@ -114,14 +104,16 @@ impl Reader<'_> {
         self.e.sorted_ids[k]
     }
 
-    fn edges(&self, i: usize, data: &[u8]) -> std::result::Result<Vec<u32>, GraphError> {
+    /// Append the edges of entry `i`, whose object is `data`.
+    fn edges(&self, i: usize, data: &[u8], rows: &mut Rows) -> Result<()> {
         let bad = |what: &str| {
-            GraphError::Pack(PackError::at(
+            PackError::at(
                 self.e.offsets[i],
                 format!("{what} in object {}", hex(&self.id_of(i))),
-            ))
+            )
         };
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut rows.scratch);
+        out.clear();
         if self.e.kinds[i] == OBJ_COMMIT {
             let mut rest = data;
             let mut first = true;
@@ -135,7 +127,7 @@ impl Reader<'_> {
                     .and_then(parse_hex)
                     .filter(|_| line.get(2 * RAWSZ) == Some(&b'\n'))
                     .ok_or_else(|| bad("malformed commit header"))?;
-                out.push(self.position(&id, i)?);
+                out.push(self.position(&id, i, rows));
                 rest = &line[2 * RAWSZ + 1..];
                 first = false;
             }
@@ -159,31 +151,59 @@ impl Reader<'_> {
                     .ok_or_else(|| bad("truncated tree entry"))?;
                 // A submodule's commit lives in another repository.
                 if &rest[..sp] != b"160000" {
-                    out.push(self.position(id, i)?);
+                    out.push(self.position(id, i, rows));
                 }
                 rest = &rest[nul + 1 + RAWSZ..];
             }
         }
-        Ok(out)
+        rows.add(i, &out);
+        rows.scratch = out;
+        Ok(())
     }
 
-    /// Edges of a whole object and of every delta below it.
-    fn family(&self, root: usize, children: &[Vec<u32>]) -> std::result::Result<Rows, GraphError> {
+    /// Edges of a whole object and of every delta below it, appended to `out`. Depth first,
+    /// one child at a time: only the chain from the root down to the object being read is
+    /// held (a tree with a thousand delta children would otherwise hold them all at once).
+    fn family(&self, root: usize, children: &[Vec<u32>], out: &mut Rows) -> Result<()> {
         let mut inflater = Inflater::new();
         let mut buf = Vec::new();
-        let mut rows = Vec::new();
-        let mut stack: Vec<(usize, Rc<Vec<u8>>)> =
-            vec![(root, Rc::new(self.inflate(root, &mut inflater, &mut buf)?))];
-        while let Some((i, data)) = stack.pop() {
-            rows.push((i as u32, self.edges(i, &data)?));
-            for &c in &children[i] {
-                let c = c as usize;
-                let delta = self.inflate(c, &mut inflater, &mut buf)?;
-                let obj = apply_delta(&data, &delta, self.e.offsets[c], self.object_limit)?;
-                stack.push((c, Rc::new(obj)));
-            }
+        let data = self.inflate(root, &mut inflater, &mut buf)?;
+        self.edges(root, &data, out)?;
+        // (entry, its data, how many of its children are done)
+        let mut stack: Vec<(usize, Vec<u8>, usize)> = vec![(root, data, 0)];
+        while let Some(top) = stack.last_mut() {
+            let (i, next) = (top.0, top.2);
+            let Some(&c) = children[i].get(next) else {
+                stack.pop();
+                continue;
+            };
+            top.2 += 1;
+            let c = c as usize;
+            let delta = self.inflate(c, &mut inflater, &mut buf)?;
+            let obj = apply_delta(&top.1, &delta, self.e.offsets[c], self.object_limit)?;
+            self.edges(c, &obj, out)?;
+            stack.push((c, obj, 0));
         }
-        Ok(rows)
+        Ok(())
+    }
+}
+
+/// Edges of some entries, flat: entry `positions[k]` names `targets[ends[k - 1]..ends[k]]`.
+#[derive(Default)]
+struct Rows {
+    positions: Vec<u32>,
+    ends: Vec<u32>,
+    targets: Vec<u32>,
+    outside: Vec<(u32, ObjectId)>,
+    /// One object's edges while they are parsed.
+    scratch: Vec<u32>,
+}
+
+impl Rows {
+    fn add(&mut self, i: usize, edges: &[u32]) {
+        self.targets.extend_from_slice(edges);
+        self.positions.push(i as u32);
+        self.ends.push(self.targets.len() as u32);
     }
 }
 
@@ -206,7 +226,7 @@ pub fn read_graph(
     entries: &Entries<'_>,
     object_limit: u64,
     pool: &rayon::ThreadPool,
-) -> std::result::Result<Graph, GraphError> {
+) -> Result<Graph> {
     let n = entries.kinds.len();
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut roots = Vec::new();
@@ -227,21 +247,35 @@ pub fn read_graph(
     };
     let families: Vec<Rows> = pool.install(|| {
         roots
-            .par_iter()
-            .with_max_len(64)
-            .map(|&r| reader.family(r, &children))
-            .collect::<std::result::Result<_, _>>()
+            .par_chunks(64)
+            .map(|chunk| {
+                let mut rows = Rows::default();
+                for &r in chunk {
+                    reader.family(r, &children, &mut rows)?;
+                }
+                Ok(rows)
+            })
+            .collect::<Result<_>>()
     })?;
-    let mut rows: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for (i, edges) in families.into_iter().flatten() {
-        rows[i as usize] = edges;
+    drop(children);
+    // One copy of the edges: each family's are appended and freed in turn.
+    let total = families.iter().map(|r| r.targets.len()).sum();
+    let mut graph = Graph {
+        lo: vec![0; n],
+        hi: vec![0; n],
+        targets: Vec::with_capacity(total),
+        outside: Vec::new(),
+    };
+    for rows in families {
+        let base = graph.targets.len() as u32;
+        let mut from = 0;
+        for (&i, &end) in rows.positions.iter().zip(&rows.ends) {
+            graph.lo[i as usize] = base + from;
+            graph.hi[i as usize] = base + end;
+            from = end;
+        }
+        graph.targets.extend_from_slice(&rows.targets);
+        graph.outside.extend_from_slice(&rows.outside);
     }
-    let mut start = Vec::with_capacity(n + 1);
-    let mut targets = Vec::new();
-    start.push(0u32);
-    for row in rows {
-        targets.extend(row);
-        start.push(targets.len() as u32);
-    }
-    Ok(Graph { start, targets })
+    Ok(graph)
 }
