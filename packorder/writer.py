@@ -268,8 +268,10 @@ def verify_crc(written: WrittenPack) -> IndexFiles:
 
 def verify_full(written: WrittenPack, threads: int, budget: int, object_limit: int) -> IndexFiles:
     """Index the new pack from scratch (every object resolved and hashed); its ids must be
-    exactly the planned ones."""
-    native = _native.PackIndexer(str(written.path), threads, budget, object_limit, True, False)
+    exactly the planned ones. Plain SHA-1: collision detection guards against crafted input,
+    and every object here comes from the repository under the id it already has; what this
+    catches (a wrong byte, a wrong delta) plain SHA-1 catches (0.27 s of 1.9 s on libgit2)."""
+    native = _native.PackIndexer(str(written.path), threads, budget, object_limit, False, False)
     try:
         run_polled(native.scan, lambda: None, native.cancel)
         run_polled(native.resolve, lambda: None, native.cancel)
