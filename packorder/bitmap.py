@@ -57,7 +57,16 @@ def select_commits(table: ObjectTable, rows: np.ndarray, heads: np.ndarray) -> n
     return np.union1d(candidates[spaced], tips).astype(np.uint32)
 
 
-def compute(written: WrittenPack, table: ObjectTable, heads: np.ndarray, threads: int, object_limit: int) -> PackBitmap:
+def compute(
+    written: WrittenPack,
+    table: ObjectTable,
+    heads: np.ndarray,
+    threads: int,
+    object_limit: int,
+    hash_cache: bool = True,
+) -> PackBitmap:
+    """The bitmap of the pack just written; `hash_cache` (Git's pack.writeBitmapHashCache,
+    default on) adds each object's path-name hash."""
     plan = written.plan
     rows = plan.rows
     n = len(rows)
@@ -77,6 +86,7 @@ def compute(written: WrittenPack, table: ObjectTable, heads: np.ndarray, threads
             table.name_hash[rows].astype(np.uint32).tobytes(),
             selected.tobytes(),
             written.checksum,
+            hash_cache,
             threads,
             object_limit,
         )

@@ -305,7 +305,7 @@ def _write_group(
         if bitmap_heads is not None:
             builder = threading.Thread(
                 target=_bitmap_into,
-                args=(bitmap_outcome, written, table, bitmap_heads, opts.threads, seconds),
+                args=(bitmap_outcome, repo, written, table, bitmap_heads, opts.threads, seconds),
             )
             builder.start()
         try:
@@ -335,11 +335,18 @@ def _write_group(
 
 
 def _bitmap_into(
-    out: list, written: writer_mod.WrittenPack, table: ObjectTable, heads: np.ndarray, threads: int, seconds: dict
+    out: list,
+    repo: Repository,
+    written: writer_mod.WrittenPack,
+    table: ObjectTable,
+    heads: np.ndarray,
+    threads: int,
+    seconds: dict,
 ) -> None:
     t = time.perf_counter()
     try:
-        out.append(bitmap_mod.compute(written, table, heads, threads, physical_memory()))
+        hash_cache = repo.config.get_bool("pack.writeBitmapHashCache", True)
+        out.append(bitmap_mod.compute(written, table, heads, threads, physical_memory(), hash_cache))
     except BaseException as e:
         out.append(e)
     seconds["bitmap"] = time.perf_counter() - t

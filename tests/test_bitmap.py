@@ -151,3 +151,27 @@ def test_a_partial_clone_pack_names_promised_objects_so_gets_no_bitmap_of_its_ow
     assert result.promisor and result.bitmaps == 0
     assert "which is not in the pack" in result.bitmap_note
     assert not list(pack_dir(partial).glob("pack-*.bitmap"))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"order": "history"}, {"order": "git", "ref_delta": True}, {"no_reuse_delta": True, "verify": "crc"}],
+    ids=["history", "git-ref-delta", "fresh-deltas"],
+)
+def test_the_bitmap_holds_in_every_order_and_delta_form(source: Path, tmp_path: Path, options: dict) -> None:
+    bare = copy(source, tmp_path / "bare.git")
+    result = packorder.repack(bare, **options)
+    assert result.bitmaps > 0
+    head = git(bare, "rev-parse", "HEAD").decode().strip()
+    proc = subprocess.run([GIT, "-C", str(bare), "rev-list", "--test-bitmap", head], capture_output=True, env=git_env())
+    assert proc.returncode == 0 and b"OK!" in proc.stdout + proc.stderr, proc.stderr
+    assert object_set(bare, "--all", "--use-bitmap-index") == object_set(bare, "--all")
+
+
+def test_without_the_hash_cache_when_git_is_told_so(source: Path, tmp_path: Path) -> None:
+    bare = copy(source, tmp_path / "bare.git")
+    git(bare, "config", "pack.writeBitmapHashCache", "false")
+    packorder.repack(bare)
+    _, _, bitmap = read_bitmap(bare)
+    assert not bitmap.flags & bitmapfile.HASH_CACHE and bitmap.name_hashes is None and bitmap.entries
+    assert object_set(bare, "--all", "--use-bitmap-index") == object_set(bare, "--all")

@@ -30,8 +30,10 @@ pub struct Input<'a> {
     pub selected: &'a [u32],
     /// Pack position -> position in the .idx (id order).
     pub index_pos: &'a [u32],
-    /// Path-name hash of each object, pack order (0 where it has no path).
+    /// Path-name hash of each object, pack order (0 where it has no path); written unless
+    /// `hash_cache` is off (`pack.writeBitmapHashCache=false`).
     pub name_hashes: &'a [u32],
+    pub hash_cache: bool,
     pub pack_checksum: &'a ObjectId,
 }
 
@@ -179,7 +181,13 @@ pub fn write(input: &Input<'_>) -> Result<(Vec<u8>, Stats), BitmapError> {
     let mut out = Vec::new();
     out.extend_from_slice(b"BITM");
     out.extend_from_slice(&1u16.to_be_bytes());
-    out.extend_from_slice(&(BITMAP_OPT_FULL_DAG | BITMAP_OPT_HASH_CACHE).to_be_bytes());
+    let flags = BITMAP_OPT_FULL_DAG
+        | if input.hash_cache {
+            BITMAP_OPT_HASH_CACHE
+        } else {
+            0
+        };
+    out.extend_from_slice(&flags.to_be_bytes());
     out.extend_from_slice(&(order.len() as u32).to_be_bytes());
     out.extend_from_slice(input.pack_checksum);
     for kind in [OBJ_COMMIT, OBJ_TREE, OBJ_BLOB, OBJ_TAG] {
@@ -230,12 +238,14 @@ pub fn write(input: &Input<'_>) -> Result<(Vec<u8>, Stats), BitmapError> {
         recent.push_back(bits.clone());
     }
 
-    let mut hashes = vec![0u32; n];
-    for (i, &h) in input.name_hashes.iter().enumerate() {
-        hashes[input.index_pos[i] as usize] = h;
-    }
-    for h in hashes {
-        out.extend_from_slice(&h.to_be_bytes());
+    if input.hash_cache {
+        let mut hashes = vec![0u32; n];
+        for (i, &h) in input.name_hashes.iter().enumerate() {
+            hashes[input.index_pos[i] as usize] = h;
+        }
+        for h in hashes {
+            out.extend_from_slice(&h.to_be_bytes());
+        }
     }
     let mut sum = crate::hash::FileChecksum::default();
     sum.update(&out);

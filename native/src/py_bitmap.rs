@@ -16,7 +16,7 @@ type BitmapOutcome<'py> = (Option<Bound<'py, PyBytes>>, usize, usize, String);
 
 /// The `.bitmap` of a pack just written and verified, from its entries in pack order (start
 /// offsets, data ends, base positions or -1, real types, ids, path-name hashes) and the pack
-/// positions of the commits to give a bitmap. Returns (bytes, bitmaps, of them XORed, "") or,
+/// positions of the commits to give a bitmap; `hash_cache` writes the path-name hashes. Returns (bytes, bitmaps, of them XORed, "") or,
 /// when the pack names an object it does not hold (it cannot have a bitmap of its own),
 /// (None, 0, 0, why).
 #[pyfunction]
@@ -32,6 +32,7 @@ pub fn pack_bitmap<'py>(
     name_hashes: &[u8],
     selected: &[u8],
     checksum: &[u8],
+    hash_cache: bool,
     threads: usize,
     object_limit: u64,
 ) -> PyResult<BitmapOutcome<'py>> {
@@ -88,6 +89,7 @@ pub fn pack_bitmap<'py>(
             selected: &selected,
             index_pos: &index_pos,
             name_hashes: &name_hashes,
+            hash_cache,
             pack_checksum: &checksum,
         };
         Ok(bitmap::write(&input))
