@@ -78,8 +78,8 @@ def _human(n: int) -> str:
 
 # The orders of packorder.order.ORDERS, listed here so that the command line starts without
 # numpy (tests/test_repack.py checks that the two agree), each with whether it places objects
-# by the commit introducing them (OrderSpec.needs_intro): for those the second walk starts
-# with the first.
+# by where they sit in history (OrderSpec.needs_intro): for those the walks in commit order
+# and of unreleased history start with the first.
 ORDER_INTRO = {
     "recency": False,
     "history": True,

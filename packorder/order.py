@@ -36,6 +36,7 @@ class OrderInput:
     base: np.ndarray
     entry_kinds: np.ndarray | None = None
     intro: np.ndarray | None = None
+    unreleased: np.ndarray | None = None  # bool: reachable from a branch but from no tag
 
     @property
     def count(self) -> int:
@@ -351,13 +352,16 @@ def history(objs: OrderInput) -> np.ndarray:
     but only the tips; every commit in walk order immediately followed by the trees it
     introduces, a tagged commit's trees included (at the commit's place in the walk, so the
     tag tips region stays small and pulls no delta bases into it); then the trees no commit
-    introduces; then blobs by delta family as in recency, each family depth first.
+    introduces; then blobs by delta family as in recency, each family depth first, the
+    families holding unreleased blobs (on a branch, in no tag) first.
 
     `git log -- PATH` and `git blame` read a commit and its trees from one place; `git log`
     reads commits spread over the commit and tree bytes (twice recency's span); index-pack
-    reads each blob family front to back."""
+    reads each blob family front to back; a fetch of what is newer than the last release
+    reads its blob families from one stretch at the start of the blob region (in discovery
+    order they lie among the families of every file at HEAD)."""
     w = _history_phases(objs)
-    _depth_first_families(w, objs, np.arange(objs.count))
+    _depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(objs.count)))
     return w.result()
 
 
@@ -366,7 +370,7 @@ def history_tags_midway(objs: OrderInput) -> np.ndarray:
     first tag tip: `git log` then finds a tagged commit within reach from both halves of
     history, but a fetch's walk from the tags starts far from the recent commits."""
     w = _history_phases(objs, tags_midway=True)
-    _depth_first_families(w, objs, np.arange(objs.count))
+    _depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(objs.count)))
     return w.result()
 
 
@@ -406,8 +410,19 @@ def trees_first(objs: OrderInput) -> np.ndarray:
     w.add(trees_then_commits(commits[commits >= split]))
     w.add(np.flatnonzero(kinds == TAG))
     w.add(np.flatnonzero(kinds == TREE))
-    _depth_first_families(w, objs, np.arange(n))
+    _depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(n)))
     return w.result()
+
+
+def _unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray:
+    """`rest`, with the objects of every delta family that holds an unreleased blob (on a
+    branch, in no tag) moved ahead of the others, each group in its own order."""
+    if objs.unreleased is None:
+        return rest
+    roots = delta_roots(objs.base)
+    touched = np.zeros(objs.count, dtype=bool)
+    touched[roots[objs.unreleased & (objs.kinds == BLOB)]] = True
+    return rest[np.argsort(~touched[roots[rest]], kind="stable")]
 
 
 def windowed_wide(objs: OrderInput) -> np.ndarray:
@@ -445,7 +460,9 @@ ORDERS: dict[str, OrderSpec] = {
         interleaved_recent_families, True, "interleaved, delta families ordered by their newest commit"
     ),
     "windowed-256": OrderSpec(windowed_wide, True, "interleaved by windows of 256 commits"),
-    "history": OrderSpec(history, True, "tag tips alone, each commit followed by its trees, blob families depth first"),
+    "history": OrderSpec(
+        history, True, "tag tips alone, each commit followed by its trees, unreleased blob families first"
+    ),
     "history-tags-midway": OrderSpec(history_tags_midway, True, "history, tag tips halfway through the commits"),
     "trees-first": OrderSpec(trees_first, True, "history, each commit after the trees it introduces"),
     "recency-dfs": OrderSpec(recency_depth_first, False, "recency, blob families depth first"),

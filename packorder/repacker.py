@@ -29,7 +29,15 @@ from packorder import writer as writer_mod
 from packorder.errors import UsageError
 from packorder.indexer import peak_rss, physical_memory
 from packorder.progress import ProgressCallback
-from packorder.repo import LOOSE, ObjectTable, Repository, enumerate_objects, introducing_commits, open_repository
+from packorder.repo import (
+    LOOSE,
+    ObjectHistory,
+    ObjectTable,
+    Repository,
+    enumerate_objects,
+    object_history,
+    open_repository,
+)
 
 ORDER_FUNCS = order_mod.ORDERS
 DEFAULT_PRUNE_GRACE = 14 * 24 * 3600
@@ -170,9 +178,9 @@ def order_input(
     choice: deltas_mod.DeltaChoice,
     order: str,
     ref_delta: bool = False,
-    intro: np.ndarray | None = None,
+    history: ObjectHistory | None = None,
 ) -> order_mod.OrderInput:
-    """The arrays the write orders work on. `intro`: introducing_commits of `table`, when the
+    """The arrays the write orders work on. `history`: object_history of `table`, when the
     caller has it already."""
     # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA (so in its order such
     # trees and commits skip their phases and join the delta families); new deltas keep
@@ -180,9 +188,11 @@ def order_input(
     reused = choice.reused
     delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
     entry_kinds = np.where(reused, delta_kind, table.kinds).astype(np.uint8)
-    if intro is None and ORDER_FUNCS[order].needs_intro:
-        intro = introducing_commits(repo, table)
-    return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds, intro)
+    if history is None and ORDER_FUNCS[order].needs_intro:
+        history = object_history(repo, table)
+    if history is None:
+        return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds)
+    return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds, history.intro, history.unreleased)
 
 
 def _order(
@@ -190,9 +200,9 @@ def _order(
     opts: _Options,
     table: ObjectTable,
     choice: deltas_mod.DeltaChoice,
-    intro: np.ndarray | None = None,
+    history: ObjectHistory | None = None,
 ) -> np.ndarray:
-    objs = order_input(repo, table, choice, opts.order, opts.ref_delta, intro)
+    objs = order_input(repo, table, choice, opts.order, opts.ref_delta, history)
     raw = ORDER_FUNCS[opts.order].fn(objs)
     return order_mod.bases_first(raw, choice.base)
 
@@ -269,13 +279,13 @@ def _write_group(
     seconds: dict[str, float],
     progress: ProgressCallback | None,
     new_deltas: dict[int, bytes] | None = None,
-    intro: np.ndarray | None = None,
+    history: ObjectHistory | None = None,
     bitmap_heads: np.ndarray | None = None,
 ) -> tuple[Path, writer_mod.IndexFiles, writer_mod.WrittenPack, bitmap_mod.PackBitmap | None]:
     """Write, verify and index one pack; with `bitmap_heads` (the branch heads), also compute
     its reachability bitmap."""
     t = time.perf_counter()
-    order = _order(repo, opts, table, choice, intro)
+    order = _order(repo, opts, table, choice, history)
     plan = writer_mod.make_plan(repo, table, choice, order, new_deltas)
     seconds["order"] = seconds.get("order", 0.0) + time.perf_counter() - t
     fd, tmp = tempfile.mkstemp(prefix=install_mod.TMP_PACK_PREFIX, suffix=".pack", dir=out_dir)
@@ -428,16 +438,16 @@ def repack(
             verify=opts.verify,
             new_deltas=len(new_deltas),
         )
-        # Objects placed by the commit that introduces them: one walk for the whole table
+        # Objects placed by where they sit in history: one pair of walks for the whole table
         # (started with the snapshot when the caller knew the order), cut per pack below.
         t = time.perf_counter()
-        intro = None
+        history = None
         if ORDER_FUNCS[opts.order].needs_intro:
-            intro = introducing_commits(repo, table, start.take_intro_walk())
+            history = object_history(repo, table, start.take_history_walks())
         seconds["order"] = time.perf_counter() - t
         if dry_run:
             t = time.perf_counter()
-            _order(repo, opts, table, choice, intro)
+            _order(repo, opts, table, choice, history)
             seconds["order"] += time.perf_counter() - t
         else:
             installed = []
@@ -454,11 +464,9 @@ def repack(
                 at = np.full(table.count, -1, dtype=np.int64)
                 at[rows] = np.arange(len(rows))
                 sub_deltas = {int(at[t]): d for t, d in new_deltas.items() if at[t] >= 0}
-                sub_intro = None
-                if intro is not None:
-                    sub_intro = np.where(intro[rows] >= 0, at[np.maximum(intro[rows], 0)], -1)
+                sub_history = history.subset(rows) if history is not None else None
                 tmp_pack, files, written, bitmap = _write_group(
-                    repo, sub, sub_choice, opts, out_dir, seconds, progress, sub_deltas, sub_intro, heads
+                    repo, sub, sub_choice, opts, out_dir, seconds, progress, sub_deltas, sub_history, heads
                 )
                 if bitmap is not None:
                     result.bitmap = bitmap.data is not None
@@ -502,19 +510,19 @@ def plan_layout(
     depth: int | None = None,
     repo: Repository | None = None,
     table: ObjectTable | None = None,
-    intro: np.ndarray | None = None,
+    history: ObjectHistory | None = None,
 ) -> PlannedLayout:
     """The layout `repack --order ORDER` would write, reusing stored deltas (no new search),
     for simulating workloads under that order. Pass `repo` and `table` to plan several orders
-    from one enumeration, and `intro` (introducing_commits of `table`) to walk in commit order
-    once for all of them."""
+    from one enumeration, and `history` (object_history of `table`) to walk history once for
+    all of them."""
     if repo is None:
         repo = open_repository(repo_path)
     opts = _options(repo, order, False, 0, depth, None, False, False, "crc")
     if table is None:
         table = enumerate_objects(repo)
     choice = deltas_mod.reuse(repo, table, opts.depth)
-    write_order = _order(repo, opts, table, choice, intro)
+    write_order = _order(repo, opts, table, choice, history)
     sizes = np.zeros(table.count, dtype=np.int64)
     for i, pack in enumerate(repo.packs):
         rows = np.flatnonzero(table.source == i)

@@ -279,6 +279,45 @@ def _enumerate(
     return ObjectTable(oids, kinds, hashes, reachable, tagged, source, pos, promisor, missing)
 
 
+@dataclass
+class ObjectHistory:
+    """Where each object of a table sits in history, for the orders that place objects by it."""
+
+    intro: np.ndarray  # int64: table index of the commit that introduces it (introducing_commits), or -1
+    unreleased: np.ndarray  # bool: reachable from a branch but from no tag (unreleased_objects)
+
+    def subset(self, rows: np.ndarray) -> ObjectHistory:
+        """The same for the table cut to `rows` (indexes renumbered; commits outside: -1)."""
+        at = np.full(len(self.intro), -1, dtype=np.int64)
+        at[rows] = np.arange(len(rows))
+        intro = self.intro[rows]
+        return ObjectHistory(np.where(intro >= 0, at[np.maximum(intro, 0)], -1), self.unreleased[rows])
+
+
+def object_history(
+    repo: Repository,
+    table: ObjectTable,
+    walks: tuple[snapshot_mod.ObjectWalk | None, snapshot_mod.ObjectWalk | None] = (None, None),
+) -> ObjectHistory:
+    """introducing_commits and unreleased_objects of `table`, from `walks` (the snapshot's,
+    started early) or from walks started now."""
+    return ObjectHistory(introducing_commits(repo, table, walks[0]), unreleased_objects(repo, table, walks[1]))
+
+
+def unreleased_objects(repo: Repository, table: ObjectTable, walk: snapshot_mod.ObjectWalk | None = None) -> np.ndarray:
+    """Which objects of `table` are reachable from a branch but from no tag (`git rev-list
+    --objects --branches --not --tags`): what a fetch from the last release asks for."""
+    if walk is None:
+        walk = snapshot_mod.ObjectWalk(repo.git_dir, missing_ok=repo.has_promisor_packs, revs=snapshot_mod.UNRELEASED)
+    try:
+        oids, _, _ = _walked(walk)
+    finally:
+        walk.stop()
+    if not len(oids) or not table.count:
+        return np.zeros(table.count, dtype=bool)
+    return lookup(sort_keys(keys(oids)), keys(table.oids)) >= 0
+
+
 def introducing_commits(
     repo: Repository, table: ObjectTable, walk: snapshot_mod.ObjectWalk | None = None
 ) -> np.ndarray:

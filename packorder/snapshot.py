@@ -21,6 +21,9 @@ from packorder.errors import RepositoryError
 from packorder.object_store import alternates, list_loose, list_packs
 
 IN_COMMIT_ORDER = ("--in-commit-order",)
+# What is on a branch but in no tag: the unreleased history a fetch from the last release
+# wants (the `history` order writes the blob families it touches first).
+UNRELEASED = ("--branches", "--not", "--tags")
 
 
 class ObjectWalk:
@@ -28,10 +31,17 @@ class ObjectWalk:
     thread as it streams, so the caller can do other work meanwhile. Reading it from Python
     stalled Git on a full pipe whenever imports held the GIL."""
 
-    def __init__(self, git_dir: Path, missing_ok: bool, extra: tuple[str, ...] = ()) -> None:
-        args = [gitcmd.GIT, "--git-dir", str(git_dir), "rev-list", "--objects", *extra, "--all", "--reflog"]
-        if (git_dir / "index").exists():
-            args.append("--indexed-objects")
+    def __init__(
+        self, git_dir: Path, missing_ok: bool, extra: tuple[str, ...] = (), revs: tuple[str, ...] | None = None
+    ) -> None:
+        """`revs`: the revisions to walk; by default every ref, reflog and index entry."""
+        args = [gitcmd.GIT, "--git-dir", str(git_dir), "rev-list", "--objects", *extra]
+        if revs is not None:
+            args += revs
+        else:
+            args += ["--all", "--reflog"]
+            if (git_dir / "index").exists():
+                args.append("--indexed-objects")
         if missing_ok:
             args.append("--missing=print")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=gitcmd.git_env())
@@ -104,9 +114,10 @@ class Snapshot:
         self.loose: list[tuple[bytes, Path]] = []
         self.walk: ObjectWalk | None = None
         self.tags: TagTips | None = None
-        # `rev-list --in-commit-order`, for the orders that place objects by the commit that
-        # introduces them: a second walk, run beside the first on the other core.
+        # `rev-list --in-commit-order` and the walk of unreleased history, for the orders that
+        # place objects by where they sit in history: run beside the first on the other core.
         self.intro_walk: ObjectWalk | None = None
+        self.unreleased_walk: ObjectWalk | None = None
 
     def __enter__(self) -> Snapshot:
         return self
@@ -115,7 +126,7 @@ class Snapshot:
         self.close()
 
     def close(self) -> None:
-        for run in (self.walk, self.tags, self.intro_walk):
+        for run in (self.walk, self.tags, self.intro_walk, self.unreleased_walk):
             if run is not None:
                 run.stop()
         if self.lock_path is not None:
@@ -127,10 +138,12 @@ class Snapshot:
     def objects_dir(self) -> Path:
         return self.git_dir / "objects"
 
-    def take_intro_walk(self) -> ObjectWalk | None:
-        """The `--in-commit-order` walk, if one was started, handed over once."""
-        walk, self.intro_walk = self.intro_walk, None
-        return walk
+    def take_history_walks(self) -> tuple[ObjectWalk | None, ObjectWalk | None]:
+        """The `--in-commit-order` walk and the walk of unreleased history, if they were
+        started, handed over once."""
+        walks = (self.intro_walk, self.unreleased_walk)
+        self.intro_walk = self.unreleased_walk = None
+        return walks
 
     def take_walk(self) -> tuple[ObjectWalk, TagTips]:
         """The walk and tag listing started with the snapshot, handed over once."""
@@ -181,8 +194,8 @@ def listed(path: str | os.PathLike[str] | None) -> Snapshot:
 
 
 def take(path: str | os.PathLike[str] | None, lock: bool, intro: bool = False) -> Snapshot:
-    """Lock (if `lock`), list, then start the walk (and with `intro` the walk in commit
-    order too), in that order."""
+    """Lock (if `lock`), list, then start the walk (and with `intro` the walks in commit
+    order and of unreleased history too), in that order."""
     snap = _open(path, lock)
     try:
         if lock:
@@ -193,6 +206,7 @@ def take(path: str | os.PathLike[str] | None, lock: bool, intro: bool = False) -
         snap.tags = TagTips(snap.git_dir)
         if intro:
             snap.intro_walk = ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER)
+            snap.unreleased_walk = ObjectWalk(snap.git_dir, missing_ok=promisor, revs=UNRELEASED)
     except BaseException:
         snap.close()
         raise

@@ -5,6 +5,7 @@ table, and the depth-first family walk they share."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,24 +17,27 @@ from layered import build
 from packorder import deltas
 from packorder import order as order_mod
 from packorder.order import BLOB, COMMIT, TREE, OrderInput
-from packorder.repo import enumerate_objects, introducing_commits, open_repository
+from packorder.repo import enumerate_objects, object_history, open_repository
 
 NEW = ["history", "history-tags-midway", "trees-first", "recency-dfs", "windowed-256"]
 
 
 @pytest.fixture(scope="module")
 def objs(tmp_path_factory: pytest.TempPathFactory) -> OrderInput:
-    repo = build(tmp_path_factory.mktemp("orders") / "repo")
+    # 170 commits: the last ten come after the last tag, so some blobs are unreleased.
+    repo = build(tmp_path_factory.mktemp("orders") / "repo", commits=170)
     opened = open_repository(repo.path)
     table = enumerate_objects(opened)
     choice = deltas.reuse(opened, table, 50)
-    intro = introducing_commits(opened, table)
+    history = object_history(opened, table)
     assert (choice.base >= 0).sum() > 300 and table.tagged.sum() >= 8
-    return OrderInput(table.kinds, table.tagged, choice.base, None, intro)
+    blobs = table.kinds == BLOB
+    assert 0 < (history.unreleased & blobs).sum() < blobs.sum()
+    return OrderInput(table.kinds, table.tagged, choice.base, None, history.intro, history.unreleased)
 
 
 def without_deltas(objs: OrderInput) -> OrderInput:
-    return OrderInput(objs.kinds, objs.tagged, np.full(objs.count, -1), None, objs.intro)
+    return OrderInput(objs.kinds, objs.tagged, np.full(objs.count, -1), None, objs.intro, objs.unreleased)
 
 
 def written(name: str, objs: OrderInput) -> np.ndarray:
@@ -119,6 +123,28 @@ def test_history_writes_blob_families_depth_first(objs: OrderInput) -> None:
         if len(kids):
             assert pos[kids[0]] == pos[b] + 1
             assert np.all(np.diff(pos[kids]) == size[kids[:-1]])
+
+
+def test_history_writes_the_families_of_unreleased_blobs_first(objs: OrderInput) -> None:
+    """Families holding a blob on a branch but in no tag come first in the blob region; each
+    group keeps the order it has without that mark."""
+    assert objs.unreleased is not None
+    marked, unmarked = written("history", objs), written("history", replace(objs, unreleased=None))
+    roots = order_mod.delta_roots(objs.base)
+    touched = np.zeros(objs.count, dtype=bool)
+    touched[roots[objs.unreleased & (objs.kinds == BLOB)]] = True
+    blob_at = int(np.argmax(objs.kinds[marked] == BLOB))
+    assert np.array_equal(marked[:blob_at], unmarked[:blob_at])
+    region = marked[blob_at:]
+    first = touched[roots[region]]
+    assert first.any() and not first.all()
+    assert np.all(first[: first.sum()])  # the touched families, then the rest
+    for group in (True, False):
+
+        def keep(out: np.ndarray, group: bool = group) -> list[int]:
+            return out[touched[roots[out]] == group].tolist()
+
+        assert keep(region) == keep(unmarked[blob_at:])
 
 
 def test_recency_dfs_differs_from_recency_only_inside_blob_families(objs: OrderInput) -> None:

@@ -521,7 +521,7 @@ def test_history_order_with_its_walk_started_early_writes_the_same_pack(work: Pa
     for d in (early, late):
         d.mkdir()
     start = snapshot.take(work, lock=False, intro=True)
-    assert start.intro_walk is not None
+    assert start.intro_walk is not None and start.unreleased_walk is not None
     a = packorder.repack(work, order="history", output_dir=early, start=start, verify="crc")
     b = packorder.repack(work, order="history", output_dir=late, verify="crc")
     assert [p.name for p in a.packs] == [p.name for p in b.packs]

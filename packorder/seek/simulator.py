@@ -97,7 +97,7 @@ def plan(
     """Enumerate the repository once and plan the pack each order would write."""
     from packorder.order import ORDERS
     from packorder.repacker import plan_layout
-    from packorder.repo import LOOSE, enumerate_objects, introducing_commits, keys, lookup, open_repository
+    from packorder.repo import LOOSE, enumerate_objects, keys, lookup, object_history, open_repository
 
     orders = check_orders(orders)
     repository = open_repository(repo)
@@ -115,13 +115,13 @@ def plan(
         for row in np.flatnonzero(table.source == LOOSE):
             sizes[row] = _native.loose_header(str(repository.loose.paths[int(table.pos[row])]))[1]
     by_id = np.argsort(keys(table.oids), kind="stable")
-    # The orders placing objects by their introducing commit share one walk in commit order.
+    # The orders placing objects by where they sit in history share one pair of walks.
     needs_intro = any(o in ORDERS and ORDERS[o].needs_intro for o in orders)
-    intro = introducing_commits(repository, table) if needs_intro else None
+    history = object_history(repository, table) if needs_intro else None
     out = []
     for done, order in enumerate(orders):
         start = time.perf_counter()
-        planned = plan_layout(order=order, repo=repository, table=table, intro=intro)
+        planned = plan_layout(order=order, repo=repository, table=table, history=history)
         rows = by_id[lookup(keys(table.oids)[by_id], keys(planned.oids))]
         out.append(_as_pack(planned, table.kinds[rows], sizes[rows], time.perf_counter() - start))
         if progress is not None:
