@@ -210,7 +210,7 @@ def repack_cmd(
 
 
 def _bitmap_summary(result) -> str:
-    if result.bitmaps:
+    if result.bitmap_kind == "pack":
         return f", bitmap written ({result.bitmaps} commits)"
     why = f" (the pack alone has no closure: {result.bitmap_note})" if result.bitmap_note else ""
     return ", multi-pack-index bitmap written" + why

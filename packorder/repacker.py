@@ -67,6 +67,7 @@ class RepackResult:
     seconds: dict[str, float] = field(default_factory=dict)
     peak_rss_bytes: int = 0
     new_deltas: int = 0  # deltas found by the search (not among reused_deltas)
+    bitmap_kind: str = ""  # "pack" (the pack's own .bitmap) or "multi-pack-index"
     bitmaps: int = 0  # commits given a bitmap in the pack's own .bitmap
     bitmap_note: str = ""  # why the pack could not have its own bitmap (a multi-pack one was written)
 
@@ -470,6 +471,7 @@ def repack(
                 )
                 if bitmap is not None:
                     result.bitmap = bitmap.data is not None
+                    result.bitmap_kind = "pack" if result.bitmap else ""
                     result.bitmaps = bitmap.bitmaps
                     result.bitmap_note = bitmap.why
                 installed.append(install_mod.install(tmp_pack, files, written.checksum, out_dir, promisor))
@@ -483,6 +485,7 @@ def repack(
                 )
                 if opts.write_bitmap and installed and not result.bitmap:
                     result.bitmap = install_mod.write_bitmap(repo)
+                    result.bitmap_kind = "multi-pack-index"
                 seconds["install"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - started
     result.seconds = seconds

@@ -74,7 +74,7 @@ def ids_of(bits: int, names: list[str], by_offset: list[int]) -> set[str]:
 def test_git_reads_and_serves_from_the_pack_bitmap(source: Path, tmp_path: Path) -> None:
     bare = copy(source, tmp_path / "bare.git")
     result = packorder.repack(bare)  # a bare repository gets a bitmap by default, as in Git
-    assert result.bitmap and result.bitmaps > 0 and result.bitmap_note == ""
+    assert result.bitmap and result.bitmap_kind == "pack" and result.bitmaps > 0 and result.bitmap_note == ""
     (bitmap,) = pack_dir(bare).glob("pack-*.bitmap")
     assert bitmap.with_suffix(".pack") == result.packs[0]
     assert not list(pack_dir(bare).glob("multi-pack-index*"))
@@ -124,7 +124,7 @@ def test_beside_a_kept_pack_the_bitmap_covers_all_packs(source: Path, tmp_path: 
     new = git(bare, "commit-tree", "-m", "after", "HEAD^{tree}", "-p", "HEAD").decode().strip()
     git(bare, "update-ref", "refs/heads/after", new)
     result = packorder.repack(bare, write_bitmap=True)
-    assert result.bitmap and result.bitmaps == 0
+    assert result.bitmap and result.bitmap_kind == "multi-pack-index" and result.bitmaps == 0
     assert list(pack_dir(bare).glob("multi-pack-index*.bitmap"))
     assert not list(pack_dir(bare).glob("pack-*.bitmap"))
     assert object_set(bare, "--all", "--use-bitmap-index") == object_set(bare, "--all")
@@ -148,7 +148,7 @@ def test_a_partial_clone_pack_names_promised_objects_so_gets_no_bitmap_of_its_ow
     partial = tmp_path / "partial.git"
     git(None, "clone", "-q", "--bare", "--filter=blob:none", f"file://{source}", str(partial))
     result = packorder.repack(partial, write_bitmap=True)
-    assert result.promisor and result.bitmaps == 0
+    assert result.promisor and result.bitmap_kind == "multi-pack-index" and result.bitmaps == 0
     assert "which is not in the pack" in result.bitmap_note
     assert not list(pack_dir(partial).glob("pack-*.bitmap"))
 
