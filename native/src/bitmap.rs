@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use crate::entry::{ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
 use crate::ewah::Ewah;
-use crate::reach::{Graph, OUTSIDE};
+use crate::reach::{ChunkId, Graph, OUTSIDE};
 
 const BITMAP_OPT_FULL_DAG: u16 = 0x1;
 const BITMAP_OPT_HASH_CACHE: u16 = 0x4;
@@ -46,13 +46,26 @@ pub enum BitmapError {
     Corrupt(String),
 }
 
-fn outside(g: &Graph, from: u32) -> BitmapError {
-    let id = g
-        .outside
-        .iter()
-        .find(|&&(f, _)| f == from)
-        .map_or([0; 20], |&(_, id)| id);
-    BitmapError::Outside(from, id)
+/// The error for an OUTSIDE target met in chunk `c` of object `from`'s edges.
+fn outside(g: &Graph, from: u32, c: ChunkId) -> BitmapError {
+    BitmapError::Outside(from, g.missing_in(c))
+}
+
+/// A commit's tree and parents; an error if one of them is not in the pack.
+fn commit_edges(g: &Graph, c: u32, out: &mut Vec<u32>) -> Result<(), BitmapError> {
+    out.clear();
+    for (k, targets) in g.chunks(c as usize) {
+        if targets.contains(&OUTSIDE) {
+            return Err(outside(g, c, k));
+        }
+        out.extend_from_slice(targets);
+    }
+    if out.is_empty() {
+        return Err(BitmapError::Corrupt(format!(
+            "commit at position {c} has no tree"
+        )));
+    }
+    Ok(())
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -76,19 +89,18 @@ fn generations(input: &Input<'_>) -> Result<Vec<u32>, BitmapError> {
     let g = input.graph;
     let mut gen = vec![0u32; input.kinds.len()];
     let mut stack: Vec<(u32, bool)> = Vec::new();
+    let mut edges = Vec::new();
     for &s in input.selected {
         stack.push((s, false));
         while let Some((c, expanded)) = stack.pop() {
-            let parents = g.edges(c as usize).get(1..).unwrap_or(&[]);
             if gen[c as usize] != 0 {
                 continue;
             }
+            commit_edges(g, c, &mut edges)?;
+            let parents = &edges[1..];
             if !expanded {
                 stack.push((c, true));
                 for &p in parents {
-                    if p == OUTSIDE {
-                        return Err(outside(g, c));
-                    }
                     if input.kinds[p as usize] != OBJ_COMMIT {
                         return Err(BitmapError::Corrupt(format!(
                             "a parent of commit at position {c} is not a commit"
@@ -125,6 +137,7 @@ fn reachable_from(
     bits.fill(0);
     let mut commits = vec![c];
     let mut trees = Vec::new();
+    let mut edges = Vec::new();
     // Commits first: the sets of chosen ancestors come in whole, so that the trees walked
     // next stop at everything those already hold.
     while let Some(x) = commits.pop() {
@@ -136,15 +149,9 @@ fn reachable_from(
             continue;
         }
         set(bits, x);
-        let edges = g.edges(x as usize);
-        let (&tree, parents) = edges
-            .split_first()
-            .ok_or_else(|| BitmapError::Corrupt(format!("commit at position {x} has no tree")))?;
-        if edges.contains(&OUTSIDE) {
-            return Err(outside(g, x));
-        }
-        trees.push(tree);
-        commits.extend_from_slice(parents);
+        commit_edges(g, x, &mut edges)?;
+        trees.push(edges[0]);
+        commits.extend_from_slice(&edges[1..]);
     }
     while let Some(t) = trees.pop() {
         if has(bits, t) {
@@ -156,13 +163,15 @@ fn reachable_from(
             )));
         }
         set(bits, t);
-        for &child in g.edges(t as usize) {
-            if child == OUTSIDE {
-                return Err(outside(g, t));
-            }
-            match input.kinds[child as usize] {
-                OBJ_TREE => trees.push(child),
-                _ => set(bits, child),
+        for (k, targets) in g.chunks(t as usize) {
+            for &child in targets {
+                if child == OUTSIDE {
+                    return Err(outside(g, t, k));
+                }
+                match input.kinds[child as usize] {
+                    OBJ_TREE => trees.push(child),
+                    _ => set(bits, child),
+                }
             }
         }
     }

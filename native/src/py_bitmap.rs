@@ -80,6 +80,7 @@ pub fn pack_bitmap<'py>(
             kinds,
             sorted_ids: &sorted_ids,
             sorted_pos: &order,
+            index_pos: &index_pos,
         };
         let graph = read_graph(&pack, &entries, object_limit, &pool)?;
         drop(sorted_ids);

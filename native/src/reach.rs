@@ -25,24 +25,69 @@ pub struct Entries<'a> {
     pub bases: &'a [i64],
     /// The object's real type.
     pub kinds: &'a [u8],
-    /// Ids sorted, and the pack position of each.
+    /// Ids sorted, the pack position of each, and each pack position's place among them.
     pub sorted_ids: &'a [ObjectId],
     pub sorted_pos: &'a [u32],
+    pub index_pos: &'a [u32],
 }
 
-/// Edges over pack positions: object `i` names `targets[lo[i]..hi[i]]`. A commit names its
-/// tree, then its parents.
+/// Edges over pack positions, in chunks that many objects share: object `i` names, in order,
+/// the targets of its chunks (`chunks(i)`). A commit names its tree, then its parents.
+///
+/// Successive versions of a directory differ in a few entries, and a large repository's trees
+/// name tens of millions of objects (git/git: 2.6 GB of trees, ~64 million entries): stored
+/// once per tree, the edges alone would outweigh the rest of a repack. A tree's entries are
+/// cut into chunks where an entry's id starts with five zero bits (or after 64 entries), so a
+/// change leaves the chunks around it identical to the previous version's, and a chunk met
+/// again in the same delta family is stored once (its ids are checked against the stored
+/// targets, one array read each, instead of searched for).
 pub struct Graph {
-    pub lo: Vec<u32>,
-    pub hi: Vec<u32>,
-    pub targets: Vec<u32>,
-    /// (position, id) of each object named but not held, and of who names it.
-    pub outside: Vec<(u32, ObjectId)>,
+    /// Which part holds object `i`'s edges, and where in that part's `refs`.
+    part: Vec<u32>,
+    lo: Vec<u32>,
+    hi: Vec<u32>,
+    /// What each reading task produced, kept as it is (copying it into one store would hold
+    /// it twice at the peak).
+    parts: Vec<Rows>,
 }
+
+/// A chunk: (part, number within the part).
+pub type ChunkId = (u32, u32);
 
 impl Graph {
-    pub fn edges(&self, i: usize) -> &[u32] {
-        &self.targets[self.lo[i] as usize..self.hi[i] as usize]
+    /// The chunks of object `i`'s edges, in order.
+    pub fn chunks(&self, i: usize) -> impl Iterator<Item = (ChunkId, &[u32])> + '_ {
+        let part = self.part[i];
+        let rows = &self.parts[part as usize];
+        rows.refs[self.lo[i] as usize..self.hi[i] as usize]
+            .iter()
+            .map(move |&c| ((part, c), rows.chunk(c)))
+    }
+
+    /// Object `i`'s edges, in order.
+    pub fn edges(&self, i: usize) -> impl Iterator<Item = u32> + '_ {
+        self.chunks(i)
+            .flat_map(|(_, targets)| targets.iter().copied())
+    }
+
+    /// The id behind an OUTSIDE target of chunk `c`.
+    pub fn missing_in(&self, c: ChunkId) -> ObjectId {
+        self.parts[c.0 as usize]
+            .outside
+            .iter()
+            .find(|&&(k, _)| k == c.1)
+            .map_or([0; RAWSZ], |&(_, id)| id)
+    }
+
+    /// Edge targets stored, and edges named (with repeats), for reports and tests.
+    pub fn sizes(&self) -> (usize, usize) {
+        let stored = self.parts.iter().map(|p| p.data.len()).sum();
+        let named = self
+            .parts
+            .iter()
+            .map(|p| p.refs.iter().map(|&c| p.chunk(c).len()).sum::<usize>())
+            .sum();
+        (stored, named)
     }
 }
 
@@ -83,37 +128,47 @@ impl Reader<'_> {
         Ok(data)
     }
 
-    fn position(&self, id: &[u8], from: usize, rows: &mut Rows) -> u32 {
+    /// The pack position of `id`, for the chunk being built in `rows`.
+    fn position(&self, id: &[u8], rows: &mut Rows) -> u32 {
         let id: ObjectId = id.try_into().expect("20 bytes");
         match self.finder.at(&id) {
             Some(k) => self.e.sorted_pos[k],
             None => {
-                rows.outside.push((from as u32, id));
+                rows.outside.push((rows.chunk_ends.len() as u32, id));
                 OUTSIDE
             }
         }
     }
 
     fn id_of(&self, pos: usize) -> ObjectId {
-        let k = self
-            .e
-            .sorted_pos
-            .iter()
-            .position(|&p| p as usize == pos)
-            .unwrap_or(0);
-        self.e.sorted_ids[k]
+        self.e.sorted_ids[self.e.index_pos[pos] as usize]
+    }
+
+    /// Whether the tree entries `raw` name exactly `targets` (gitlinks aside).
+    fn names_exactly(&self, mut raw: &[u8], targets: &[u32]) -> bool {
+        let mut k = 0;
+        while let Some(end) = tree_entry_end(raw) {
+            if !raw.starts_with(b"160000 ") {
+                match targets.get(k) {
+                    Some(&t)
+                        if t != OUTSIDE && self.id_of(t as usize)[..] == raw[end - RAWSZ..end] => {}
+                    _ => return false,
+                }
+                k += 1;
+            }
+            raw = &raw[end..];
+        }
+        k == targets.len()
     }
 
     /// Append the edges of entry `i`, whose object is `data`.
-    fn edges(&self, i: usize, data: &[u8], rows: &mut Rows) -> Result<()> {
+    fn edges(&self, i: usize, data: &[u8], rows: &mut Rows, seen: &mut Interner) -> Result<()> {
         let bad = |what: &str| {
             PackError::at(
                 self.e.offsets[i],
                 format!("{what} in object {}", hex(&self.id_of(i))),
             )
         };
-        let mut out = std::mem::take(&mut rows.scratch);
-        out.clear();
         if self.e.kinds[i] == OBJ_COMMIT {
             let mut rest = data;
             let mut first = true;
@@ -127,38 +182,66 @@ impl Reader<'_> {
                     .and_then(parse_hex)
                     .filter(|_| line.get(2 * RAWSZ) == Some(&b'\n'))
                     .ok_or_else(|| bad("malformed commit header"))?;
-                out.push(self.position(&id, i, rows));
+                let target = self.position(&id, rows);
+                rows.data.push(target);
                 rest = &line[2 * RAWSZ + 1..];
                 first = false;
             }
             if first {
                 return Err(bad("commit without a tree line"));
             }
+            let c = rows.close_chunk();
+            rows.refs.push(c);
         } else {
-            let mut rest = data;
-            while !rest.is_empty() {
-                let sp = rest
-                    .iter()
-                    .position(|&b| b == b' ')
-                    .ok_or_else(|| bad("malformed tree entry"))?;
-                let nul = rest
-                    .iter()
-                    .position(|&b| b == 0)
-                    .filter(|&n| n > sp)
-                    .ok_or_else(|| bad("malformed tree entry"))?;
-                let id = rest
-                    .get(nul + 1..nul + 1 + RAWSZ)
-                    .ok_or_else(|| bad("truncated tree entry"))?;
-                // A submodule's commit lives in another repository.
-                if &rest[..sp] != b"160000" {
-                    out.push(self.position(id, i, rows));
+            let mut at = 0;
+            let mut from = 0;
+            let mut count = 0;
+            let mut key = 0u64;
+            while at < data.len() {
+                let end = tree_entry_end(&data[at..]).ok_or_else(|| bad("malformed tree entry"))?;
+                let id = &data[at + end - RAWSZ..at + end];
+                key = key.rotate_left(7) ^ u64::from_le_bytes(id[..8].try_into().expect("8"));
+                at += end;
+                count += 1;
+                if id[0] & 0xf8 == 0 || count == 64 || at == data.len() {
+                    let raw = &data[from..at];
+                    let known = seen.candidates(key).iter().copied();
+                    let c = match known
+                        .into_iter()
+                        .find(|&c| self.names_exactly(raw, rows.chunk(c)))
+                    {
+                        Some(c) => c,
+                        None => {
+                            let outside_before = rows.outside.len();
+                            self.chunk_targets(raw, rows);
+                            let c = rows.close_chunk();
+                            // A chunk naming a missing object cannot be checked by id later.
+                            if rows.outside.len() == outside_before {
+                                seen.add(key, c);
+                            }
+                            c
+                        }
+                    };
+                    rows.refs.push(c);
+                    (from, count, key) = (at, 0, 0);
                 }
-                rest = &rest[nul + 1 + RAWSZ..];
             }
         }
-        rows.add(i, &out);
-        rows.scratch = out;
+        rows.positions.push(i as u32);
+        rows.ends.push(rows.refs.len() as u32);
         Ok(())
+    }
+
+    /// The targets of a run of whole tree entries, appended to the chunk being built.
+    fn chunk_targets(&self, mut raw: &[u8], rows: &mut Rows) {
+        while let Some(end) = tree_entry_end(raw) {
+            // A submodule's commit lives in another repository.
+            if !raw.starts_with(b"160000 ") {
+                let target = self.position(&raw[end - RAWSZ..end], rows);
+                rows.data.push(target);
+            }
+            raw = &raw[end..];
+        }
     }
 
     /// Edges of a whole object and of every delta below it, appended to `out`. Depth first,
@@ -167,8 +250,9 @@ impl Reader<'_> {
     fn family(&self, root: usize, children: &[Vec<u32>], out: &mut Rows) -> Result<()> {
         let mut inflater = Inflater::new();
         let mut buf = Vec::new();
+        let mut seen = Interner::default();
         let data = self.inflate(root, &mut inflater, &mut buf)?;
-        self.edges(root, &data, out)?;
+        self.edges(root, &data, out, &mut seen)?;
         // (entry, its data, how many of its children are done)
         let mut stack: Vec<(usize, Vec<u8>, usize)> = vec![(root, data, 0)];
         while let Some(top) = stack.last_mut() {
@@ -181,29 +265,71 @@ impl Reader<'_> {
             let c = c as usize;
             let delta = self.inflate(c, &mut inflater, &mut buf)?;
             let obj = apply_delta(&top.1, &delta, self.e.offsets[c], self.object_limit)?;
-            self.edges(c, &obj, out)?;
+            self.edges(c, &obj, out, &mut seen)?;
             stack.push((c, obj, 0));
         }
         Ok(())
     }
 }
 
-/// Edges of some entries, flat: entry `positions[k]` names `targets[ends[k - 1]..ends[k]]`.
+/// Where a tree entry starting `rest` ends ("MODE NAME\0" and 20 bytes of id), if whole.
+fn tree_entry_end(rest: &[u8]) -> Option<usize> {
+    let sp = rest.iter().position(|&b| b == b' ')?;
+    let nul = sp + rest[sp..].iter().position(|&b| b == 0)?;
+    (rest.len() >= nul + 1 + RAWSZ).then_some(nul + 1 + RAWSZ)
+}
+
+/// The edges read by one task: object `positions[k]` names the chunks
+/// `refs[ends[k - 1]..ends[k]]`; chunk `c` (numbered within the task) is
+/// `data[chunk_ends[c - 1]..chunk_ends[c]]`.
 #[derive(Default)]
 struct Rows {
     positions: Vec<u32>,
     ends: Vec<u32>,
-    targets: Vec<u32>,
+    refs: Vec<u32>,
+    chunk_ends: Vec<u32>,
+    data: Vec<u32>,
     outside: Vec<(u32, ObjectId)>,
-    /// One object's edges while they are parsed.
-    scratch: Vec<u32>,
 }
 
 impl Rows {
-    fn add(&mut self, i: usize, edges: &[u32]) {
-        self.targets.extend_from_slice(edges);
-        self.positions.push(i as u32);
-        self.ends.push(self.targets.len() as u32);
+    /// Give back the room vectors grew into (up to half of what they hold).
+    fn shrink(&mut self) {
+        self.refs.shrink_to_fit();
+        self.chunk_ends.shrink_to_fit();
+        self.data.shrink_to_fit();
+        self.outside.shrink_to_fit();
+    }
+
+    fn chunk(&self, c: u32) -> &[u32] {
+        let from = if c == 0 {
+            0
+        } else {
+            self.chunk_ends[c as usize - 1]
+        };
+        &self.data[from as usize..self.chunk_ends[c as usize] as usize]
+    }
+
+    /// End the chunk whose targets were just pushed; its number.
+    fn close_chunk(&mut self) -> u32 {
+        self.chunk_ends.push(self.data.len() as u32);
+        (self.chunk_ends.len() - 1) as u32
+    }
+}
+
+/// The tree chunks met in one delta family, by a key mixed from their ids.
+#[derive(Default)]
+struct Interner {
+    by_key: std::collections::HashMap<u64, Vec<u32>>,
+}
+
+impl Interner {
+    fn candidates(&self, key: u64) -> &[u32] {
+        self.by_key.get(&key).map_or(&[], Vec::as_slice)
+    }
+
+    fn add(&mut self, key: u64, c: u32) {
+        self.by_key.entry(key).or_default().push(c);
     }
 }
 
@@ -253,29 +379,28 @@ pub fn read_graph(
                 for &r in chunk {
                     reader.family(r, &children, &mut rows)?;
                 }
+                rows.shrink();
                 Ok(rows)
             })
             .collect::<Result<_>>()
     })?;
     drop(children);
-    // One copy of the edges: each family's are appended and freed in turn.
-    let total = families.iter().map(|r| r.targets.len()).sum();
     let mut graph = Graph {
+        part: vec![0; n],
         lo: vec![0; n],
         hi: vec![0; n],
-        targets: Vec::with_capacity(total),
-        outside: Vec::new(),
+        parts: families,
     };
-    for rows in families {
-        let base = graph.targets.len() as u32;
+    for (p, rows) in graph.parts.iter_mut().enumerate() {
         let mut from = 0;
         for (&i, &end) in rows.positions.iter().zip(&rows.ends) {
-            graph.lo[i as usize] = base + from;
-            graph.hi[i as usize] = base + end;
+            graph.part[i as usize] = p as u32;
+            graph.lo[i as usize] = from;
+            graph.hi[i as usize] = end;
             from = end;
         }
-        graph.targets.extend_from_slice(&rows.targets);
-        graph.outside.extend_from_slice(&rows.outside);
+        rows.positions = Vec::new();
+        rows.ends = Vec::new();
     }
     Ok(graph)
 }
