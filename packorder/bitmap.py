@@ -33,6 +33,8 @@ class PackBitmap:
     bitmaps: int
     xored: int
     why: str
+    edges_stored: int  # tree and commit edges kept in memory (chunks shared within a delta family)
+    edges_named: int  # edges the trees and commits name
 
 
 def head_ids(repo: Repository) -> np.ndarray:
@@ -76,7 +78,7 @@ def compute(
         ends[-1] = written.size - RAWSZ
     selected = select_commits(table, rows, heads)
     try:
-        data, bitmaps, xored, why = _native.pack_bitmap(
+        data, bitmaps, xored, why, (stored, named) = _native.pack_bitmap(
             str(written.path),
             written.offsets.astype(np.uint64).tobytes(),
             ends.tobytes(),
@@ -94,4 +96,4 @@ def compute(
         message, offset = e.args
         where = f" (offset {offset})" if offset is not None else ""
         raise PackError(f"new pack {written.path}: cannot build its bitmap: {message}{where}") from None
-    return PackBitmap(data, bitmaps, xored, why)
+    return PackBitmap(data, bitmaps, xored, why, stored, named)

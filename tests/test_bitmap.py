@@ -175,3 +175,37 @@ def test_without_the_hash_cache_when_git_is_told_so(source: Path, tmp_path: Path
     _, _, bitmap = read_bitmap(bare)
     assert not bitmap.flags & bitmapfile.HASH_CACHE and bitmap.name_hashes is None and bitmap.entries
     assert object_set(bare, "--all", "--use-bitmap-index") == object_set(bare, "--all")
+
+
+def test_wide_trees_share_chunks_and_the_bitmap_stays_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A directory of 400 files changed one file at a time: each new version of its tree is a
+    delta of the last and repeats most of its entries. The graph keeps repeated chunks once
+    (checked by id, not searched): what is stored is far less than what the trees name, and
+    every bitmap still equals Git's walk."""
+    from gitrepo import Repo
+
+    repo = Repo(tmp_path / "wide")
+    for i in range(400):
+        repo.write(f"many/f{i:03}.txt", f"file {i}\n")
+    repo.commit("many files")
+    for c in range(30):
+        repo.write(f"many/f{(c * 37) % 400:03}.txt", f"file changed at {c}\n")
+        repo.commit(f"change {c}")
+    bare = tmp_path / "wide.git"
+    git(None, "clone", "-q", "--bare", "--no-local", str(repo.path), str(bare))
+    seen = []
+    real = packorder.bitmap.compute
+
+    def capture(*args: object, **kwargs: object) -> packorder.bitmap.PackBitmap:
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(packorder.bitmap, "compute", capture)
+    result = packorder.repack(bare, no_reuse_delta=True)
+    assert result.bitmaps > 0
+    (computed,) = seen
+    assert computed.edges_named > 31 * 400
+    assert computed.edges_stored < computed.edges_named / 4
+    names, by_offset, bitmap = read_bitmap(bare)
+    for pos, bits in bitmap.entries.items():
+        assert sorted(ids_of(bits, names, by_offset)) == object_set(bare, names[pos]), names[pos]

@@ -12,13 +12,20 @@ use crate::reach::{read_graph, Entries};
 use crate::source::PackFile;
 use crate::{to_py_err, PackFormatError};
 
-type BitmapOutcome<'py> = (Option<Bound<'py, PyBytes>>, usize, usize, String);
+type BitmapOutcome<'py> = (
+    Option<Bound<'py, PyBytes>>,
+    usize,
+    usize,
+    String,
+    (usize, usize),
+);
 
 /// The `.bitmap` of a pack just written and verified, from its entries in pack order (start
 /// offsets, data ends, base positions or -1, real types, ids, path-name hashes) and the pack
-/// positions of the commits to give a bitmap; `hash_cache` writes the path-name hashes. Returns (bytes, bitmaps, of them XORed, "") or,
-/// when the pack names an object it does not hold (it cannot have a bitmap of its own),
-/// (None, 0, 0, why).
+/// positions of the commits to give a bitmap; `hash_cache` writes the path-name hashes.
+/// Returns (bytes, bitmaps, of them XORed, "", (edge targets stored, edges named)) or, when
+/// the pack names an object it does not hold (it cannot have a bitmap of its own),
+/// (None, 0, 0, why, edges).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub fn pack_bitmap<'py>(
@@ -93,19 +100,20 @@ pub fn pack_bitmap<'py>(
             hash_cache,
             pack_checksum: &checksum,
         };
-        Ok(bitmap::write(&input))
+        Ok((graph.sizes(), bitmap::write(&input)))
     });
     match outcome {
-        Ok(Ok((bytes, stats))) => Ok((
+        Ok((edges, Ok((bytes, stats)))) => Ok((
             Some(PyBytes::new(py, &bytes)),
             stats.bitmaps,
             stats.xored,
             String::new(),
+            edges,
         )),
-        Ok(Err(BitmapError::Corrupt(message))) => {
+        Ok((_, Err(BitmapError::Corrupt(message)))) => {
             Err(PackFormatError::new_err((message, py.None())))
         }
-        Ok(Err(BitmapError::Outside(from, missing))) => Ok((
+        Ok((edges, Err(BitmapError::Outside(from, missing)))) => Ok((
             None,
             0,
             0,
@@ -114,6 +122,7 @@ pub fn pack_bitmap<'py>(
                 crate::hash::hex(&oids[from as usize]),
                 crate::hash::hex(&missing)
             ),
+            edges,
         )),
         Err(e) => Err(to_py_err(e)),
     }
