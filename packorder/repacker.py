@@ -317,6 +317,8 @@ def _write_group(
             builder = threading.Thread(
                 target=_bitmap_into,
                 args=(bitmap_outcome, repo, written, table, bitmap_heads, opts.threads, seconds),
+                name="packorder-bitmap",
+                daemon=True,  # an interrupt ends the process without waiting for it
             )
             builder.start()
         try:

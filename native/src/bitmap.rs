@@ -170,7 +170,14 @@ fn reachable_from(
                 }
                 match input.kinds[child as usize] {
                     OBJ_TREE => trees.push(child),
-                    _ => set(bits, child),
+                    OBJ_BLOB => set(bits, child),
+                    // A commit or tag named by a tree would enter the set without what it
+                    // reaches: the set would claim a closure it lacks.
+                    _ => {
+                        return Err(BitmapError::Corrupt(format!(
+                            "tree at position {t} names an object that is neither a tree nor a blob"
+                        )))
+                    }
                 }
             }
         }
