@@ -86,10 +86,38 @@ pub fn hex(id: &[u8]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The object id written as 40 lowercase hex digits (as Git prints them), if `text` is one.
+pub fn parse_hex(text: &[u8]) -> Option<ObjectId> {
+    fn digit(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
+    }
+    if text.len() != 2 * RAWSZ {
+        return None;
+    }
+    let mut out = [0u8; RAWSZ];
+    for (byte, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
+        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::entry::OBJ_BLOB;
+
+    #[test]
+    fn hex_round_trips_and_rejects_what_is_not_an_id() {
+        let id = object_id(OBJ_BLOB, b"hello\n", false, 0).unwrap();
+        assert_eq!(parse_hex(hex(&id).as_bytes()), Some(id));
+        assert_eq!(parse_hex(b"ce01"), None);
+        assert_eq!(parse_hex(&[b'C'; 40]), None);
+        assert_eq!(parse_hex(&[b'g'; 40]), None);
+    }
 
     #[test]
     fn blob_ids_match_git() {

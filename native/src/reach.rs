@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use crate::delta::apply_delta;
 use crate::entry::{parse_header, ObjectId, MAX_HEADER_LEN, OBJ_COMMIT, OBJ_TREE, RAWSZ};
 use crate::error::{PackError, Result};
-use crate::hash::hex;
+use crate::hash::{hex, parse_hex};
 use crate::ids::Finder;
 use crate::inflate::Inflater;
 use crate::source::PackFile;
@@ -331,19 +331,6 @@ impl Interner {
     fn add(&mut self, key: u64, c: u32) {
         self.by_key.entry(key).or_default().push(c);
     }
-}
-
-fn parse_hex(s: &[u8]) -> Option<Vec<u8>> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            _ => None,
-        }
-    }
-    s.chunks_exact(2)
-        .map(|p| Some(nibble(p[0])? << 4 | nibble(p[1])?))
-        .collect()
 }
 
 /// Read the edges of every commit and tree in the pack.

@@ -31,28 +31,8 @@ pub fn name_hash(name: &[u8]) -> u32 {
 }
 
 fn parse_hex(hex: &[u8], line: u64) -> Result<[u8; RAWSZ]> {
-    let mut out = [0u8; RAWSZ];
-    if hex.len() != 2 * RAWSZ {
-        return Err(PackError::general(format!(
-            "rev-list output line {line}: not an object id"
-        )));
-    }
-    for (i, pair) in hex.chunks_exact(2).enumerate() {
-        let digit = |c: u8| match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            _ => None,
-        };
-        match (digit(pair[0]), digit(pair[1])) {
-            (Some(h), Some(l)) => out[i] = h << 4 | l,
-            _ => {
-                return Err(PackError::general(format!(
-                    "rev-list output line {line}: not an object id"
-                )))
-            }
-        }
-    }
-    Ok(out)
+    crate::hash::parse_hex(hex)
+        .ok_or_else(|| PackError::general(format!("rev-list output line {line}: not an object id")))
 }
 
 impl RevListParser {
