@@ -357,11 +357,8 @@ def _bitmap_into(
     seconds: dict,
 ) -> None:
     t = time.perf_counter()
-    try:
-        hash_cache = repo.config.get_bool("pack.writeBitmapHashCache", True)
-        out.append(bitmap_mod.compute(written, table, heads, threads, physical_memory(), hash_cache))
-    except BaseException as e:
-        out.append(e)
+    hash_cache = repo.config.get_bool("pack.writeBitmapHashCache", True)
+    out.append(writer_mod.attempt(bitmap_mod.compute, written, table, heads, threads, physical_memory(), hash_cache))
     seconds["bitmap"] = time.perf_counter() - t
 
 

@@ -190,7 +190,7 @@ def _index_files(names: bytes, crcs_be: bytes, offsets: np.ndarray, positions_be
     return IndexFiles(idx_buf.getvalue(), rev_buf.getvalue())
 
 
-def _attempt(work: Callable[..., Any], *args: Any) -> Any:
+def attempt(work: Callable[..., Any], *args: Any) -> Any:
     """work(*args), or the exception it raised (for the caller to raise in its own order)."""
     try:
         return work(*args)
@@ -199,7 +199,7 @@ def _attempt(work: Callable[..., Any], *args: Any) -> Any:
 
 
 def _file_sha1_into(out: list, path: Path, length: int) -> None:
-    out.append(_attempt(_native.file_sha1, str(path), length))
+    out.append(attempt(_native.file_sha1, str(path), length))
 
 
 def verify_crc(written: WrittenPack) -> IndexFiles:
@@ -220,8 +220,8 @@ def verify_crc(written: WrittenPack) -> IndexFiles:
         ends[:-1] = written.offsets[1:]
         if n:
             ends[-1] = written.size - RAWSZ
-        read_crcs = _attempt(_native.range_crcs, str(path), written.offsets.tobytes(), ends.tobytes())
-        headers = _attempt(_native.read_entry_headers, str(path), written.offsets.tobytes(), False)
+        read_crcs = attempt(_native.range_crcs, str(path), written.offsets.tobytes(), ends.tobytes())
+        headers = attempt(_native.read_entry_headers, str(path), written.offsets.tobytes(), False)
     finally:
         hasher.join()
     for outcome in (trailer[0], read_crcs):
