@@ -361,7 +361,7 @@ def history(objs: OrderInput) -> np.ndarray:
     reads its blob families from one stretch at the start of the blob region (in discovery
     order they lie among the families of every file at HEAD)."""
     w = _history_phases(objs)
-    _depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(objs.count)))
+    _history_families(w, objs)
     return w.result()
 
 
@@ -370,7 +370,7 @@ def history_tags_midway(objs: OrderInput) -> np.ndarray:
     first tag tip: `git log` then finds a tagged commit within reach from both halves of
     history, but a fetch's walk from the tags starts far from the recent commits."""
     w = _history_phases(objs, tags_midway=True)
-    _depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(objs.count)))
+    _history_families(w, objs)
     return w.result()
 
 
@@ -410,8 +410,14 @@ def trees_first(objs: OrderInput) -> np.ndarray:
     w.add(trees_then_commits(commits[commits >= split]))
     w.add(np.flatnonzero(kinds == TAG))
     w.add(np.flatnonzero(kinds == TREE))
-    _depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(n)))
+    _history_families(w, objs)
     return w.result()
+
+
+def _history_families(w: _Writer, objs: OrderInput) -> None:
+    """The blob region of `history` and its variants: families depth first, those holding an
+    unreleased blob first."""
+    _depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(objs.count)))
 
 
 def _unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray:
