@@ -36,7 +36,7 @@ class OrderInput:
     base: np.ndarray
     entry_kinds: np.ndarray | None = None
     intro: np.ndarray | None = None
-    unreleased: np.ndarray | None = None  # bool: reachable from a branch but from no tag
+    unreleased: np.ndarray | None = None  # bool: reachable from HEAD but from no tag
 
     @property
     def count(self) -> int:
@@ -353,7 +353,7 @@ def history(objs: OrderInput) -> np.ndarray:
     introduces, a tagged commit's trees included (at the commit's place in the walk, so the
     tag tips region stays small and pulls no delta bases into it); then the trees no commit
     introduces; then blobs by delta family as in recency, each family depth first, the
-    families holding unreleased blobs (on a branch, in no tag) first.
+    families holding unreleased blobs (on the default branch, HEAD, in no tag) first.
 
     `git log -- PATH` and `git blame` read a commit and its trees from one place; `git log`
     reads commits spread over the commit and tree bytes (twice recency's span); index-pack
@@ -421,8 +421,8 @@ def _history_families(w: _Writer, objs: OrderInput) -> None:
 
 
 def _unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray:
-    """`rest`, with the objects of every delta family that holds an unreleased blob (on a
-    branch, in no tag) moved ahead of the others, each group in its own order."""
+    """`rest`, with the objects of every delta family that holds an unreleased blob (on
+    HEAD, in no tag) moved ahead of the others, each group in its own order."""
     if objs.unreleased is None:
         return rest
     roots = delta_roots(objs.base)

@@ -284,7 +284,7 @@ class ObjectHistory:
     """Where each object of a table sits in history, for the orders that place objects by it."""
 
     intro: np.ndarray  # int64: table index of the commit that introduces it (introducing_commits), or -1
-    unreleased: np.ndarray  # bool: reachable from a branch but from no tag (unreleased_objects)
+    unreleased: np.ndarray  # bool: reachable from HEAD but from no tag (unreleased_objects)
 
     def subset(self, rows: np.ndarray) -> ObjectHistory:
         """The same for the table cut to `rows` (indexes renumbered; commits outside: -1)."""
@@ -305,8 +305,9 @@ def object_history(
 
 
 def unreleased_objects(repo: Repository, table: ObjectTable, walk: snapshot_mod.ObjectWalk | None = None) -> np.ndarray:
-    """Which objects of `table` are reachable from a branch but from no tag (`git rev-list
-    --objects --branches --not --tags`): what a fetch from the last release asks for."""
+    """Which objects of `table` are reachable from HEAD (the default branch) but from no tag
+    (`git rev-list --objects HEAD --not --tags`): what a fetch from the last release asks for.
+    Nothing when HEAD is unborn."""
     if walk is None:
         walk = snapshot_mod.ObjectWalk(repo.git_dir, missing_ok=repo.has_promisor_packs, revs=snapshot_mod.UNRELEASED)
     try:

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from gitrepo import Repo, git
 from layered import build
 
 from packorder import deltas
 from packorder import order as order_mod
 from packorder.order import BLOB, COMMIT, TREE, OrderInput
-from packorder.repo import enumerate_objects, object_history, open_repository
+from packorder.repo import enumerate_objects, object_history, open_repository, unreleased_objects
 
 NEW = ["history", "history-tags-midway", "trees-first", "recency-dfs", "windowed-256"]
 
@@ -126,7 +127,7 @@ def test_history_writes_blob_families_depth_first(objs: OrderInput) -> None:
 
 
 def test_history_writes_the_families_of_unreleased_blobs_first(objs: OrderInput) -> None:
-    """Families holding a blob on a branch but in no tag come first in the blob region; each
+    """Families holding a blob on HEAD but in no tag come first in the blob region; each
     group keeps the order it has without that mark."""
     assert objs.unreleased is not None
     marked, unmarked = written("history", objs), written("history", replace(objs, unreleased=None))
@@ -145,6 +146,36 @@ def test_history_writes_the_families_of_unreleased_blobs_first(objs: OrderInput)
             return out[touched[roots[out]] == group].tolist()
 
         assert keep(region) == keep(unmarked[blob_at:])
+
+
+def test_unreleased_means_on_head_and_in_no_tag(tmp_path: Path) -> None:
+    """Only HEAD's unreleased blobs are marked: another branch's are not (on libgit2 every
+    branch's together lie in families of most of the blob bytes, and gathered nothing); and an
+    unborn HEAD marks nothing instead of failing."""
+    repo = Repo(tmp_path / "repo")
+    repo.write("released.txt", "in v1\n")
+    repo.commit("one")
+    repo.tag("v1")
+    repo.write("head.txt", "only on main, after v1\n")
+    repo.commit("two")
+    repo.run("checkout", "-q", "-b", "side")
+    repo.write("side.txt", "only on side\n")
+    repo.commit("three")
+    repo.run("checkout", "-q", "main")
+    blob = {name: repo.run("rev-parse", f"side:{name}").decode().strip() for name in ("released.txt", "side.txt")}
+    blob["head.txt"] = repo.run("rev-parse", "main:head.txt").decode().strip()
+
+    def marked() -> set[str]:
+        opened = open_repository(repo.path)
+        table = enumerate_objects(opened)
+        flags = unreleased_objects(opened, table)
+        return {bytes(oid).hex() for oid in table.oids[flags]}
+
+    found = marked()
+    assert blob["head.txt"] in found
+    assert blob["released.txt"] not in found and blob["side.txt"] not in found
+    git(repo.path, "symbolic-ref", "HEAD", "refs/heads/unborn")
+    assert marked() == set()
 
 
 def test_recency_dfs_differs_from_recency_only_inside_blob_families(objs: OrderInput) -> None:
