@@ -27,6 +27,8 @@ from pathlib import Path
 
 from packorder.errors import RepositoryError, UsageError
 from packorder.progress import ProgressCallback
+from packorder.seek import throttle
+from packorder.seek.throttle import ReadLimit
 
 AS_IS = "as-is"  # a copy left as it is: the repository's own packs
 DEFAULT_ORDERS = ("recency", "history")
@@ -78,6 +80,7 @@ class ExperimentResult:
     simulated: list  # SimulatedResult per workload and simulated order
     agreement: list[Agreement]
     runs: int
+    cold_iops: int | None
     threshold: int
     git_version: str
     load_before: tuple[float, float, float]
@@ -167,9 +170,18 @@ def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | 
     )
 
 
-def _time(runs: list[OrderRun], specs: list, rounds: int, git: str, cache_limit: int | None, note: Note) -> None:
+def _time(
+    runs: list[OrderRun],
+    specs: list,
+    rounds: int,
+    git: str,
+    cache_limit: int | None,
+    note: Note,
+    read_limit: ReadLimit | None = None,
+) -> None:
     """Cold and warm wall times, untraced: each round runs every workload on every copy, the
-    copies in turn (a different one first each round)."""
+    copies in turn (a different one first each round). With `read_limit`, cold runs read from
+    the disk at its pace."""
     from packorder.gitcmd import read_config
     from packorder.seek import runner, workloads
     from packorder.seek.expand import DEFAULT_CACHE_LIMIT
@@ -187,7 +199,8 @@ def _time(runs: list[OrderRun], specs: list, rounds: int, git: str, cache_limit:
                 run = runs[(k + round_) % len(runs)]
                 work = built[run.order, spec.name]
                 runner.drop_from_page_cache(work.files)
-                run.cold.setdefault(spec.name, []).append(work.timed())
+                with read_limit.applied() if read_limit is not None else contextlib.nullcontext():
+                    run.cold.setdefault(spec.name, []).append(work.timed())
                 run.warm.setdefault(spec.name, []).append(work.timed())
     for run in runs:
         for result in run.results:
@@ -241,6 +254,7 @@ def experiment(
     workloads: Sequence[str] = DEFAULT_WORKLOADS,
     output_dir: str | os.PathLike[str] = "packorder-experiment",
     runs: int = 3,
+    cold_iops: int | None = None,
     simulate: Sequence[str] = (),
     git: str = "git",
     threshold: int = 2 << 20,
@@ -256,7 +270,9 @@ def experiment(
     run each workload ('name' or 'name:PATH') on every copy, and write `output_dir`/report.md
     with tables, pack sizes, cold and warm times, plots, and the simulator's check; `simulate`
     names more orders to simulate only (from the first order's traces). Returns what was
-    measured; raises PackError subclasses. `note` receives one-line messages (chosen paths,
+    measured; raises PackError subclasses. `cold_iops`: cold runs may send that many read
+    requests a second to the disk (a slow disk, on a machine whose disk is cached by its
+    host; Linux, root, cgroup v1 blkio). `note` receives one-line messages (chosen paths,
     steps); `command` is quoted in the report."""
     from packorder.gitcmd import find_git_dir, read_config
     from packorder.seek import api
@@ -271,6 +287,8 @@ def experiment(
     extra = [o for o in check_orders(simulate) if o != AS_IS] if simulate else []
     if runs < 0:
         raise UsageError("--runs takes a number of runs, 0 for none")
+    if cold_iops is not None and not runs:
+        raise UsageError("--cold-iops limits the cold runs: give --runs too")
     if threshold <= 0 or near < 0:
         raise UsageError("the threshold must be positive and the near distance not negative")
     source = find_git_dir(repo)
@@ -287,6 +305,8 @@ def experiment(
         if choice is not None:
             say(f"{name}: chose {choice.path} (changed by {choice.commits} of the last {choice.scanned} commits)")
         specs.append(spec)
+    if cold_iops is not None:
+        throttle.check(Path(work_dir) if work_dir is not None else Path(tempfile.gettempdir()), cold_iops)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -298,7 +318,11 @@ def experiment(
         work = Path(tempfile.mkdtemp(prefix="packorder-experiment-", dir=work_dir))
     except OSError as e:
         raise UsageError(f"{work_dir}: cannot make a work directory there ({e.strerror})") from None
+    limit = None
     try:
+        if cold_iops is not None:
+            limit = ReadLimit(work, cold_iops)
+            say(f"cold runs read at most {cold_iops} times a second from disk {limit.device}")
         order_runs = []
         measurements: dict[str, dict] = {}
         for order in orders:
@@ -320,7 +344,7 @@ def experiment(
                 run.results.append(measured.result)
             order_runs.append(run)
         if runs:
-            _time(order_runs, specs, runs, git_path, cache_limit, say)
+            _time(order_runs, specs, runs, git_path, cache_limit, say, limit)
         say("simulating")
         reference, simulated, agreement = _simulate(order_runs, measurements, specs, extra, threshold, near, progress)
         result = ExperimentResult(
@@ -334,6 +358,7 @@ def experiment(
             simulated=simulated,
             agreement=agreement,
             runs=runs,
+            cold_iops=cold_iops,
             threshold=threshold,
             git_version=api.git_version(git_path),
             load_before=load_before,
@@ -347,6 +372,8 @@ def experiment(
         except OSError as e:
             raise RepositoryError(f"cannot write the report in {out}: {e.strerror}") from None
     finally:
+        if limit is not None:
+            limit.close()
         if not keep:
             with contextlib.suppress(OSError):
                 shutil.rmtree(work)

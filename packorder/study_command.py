@@ -25,6 +25,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
               type=click.Path(path_type=Path), help="Where report.md, plots and JSON go.")  # fmt: skip
 @click.option("--runs", default=3, show_default=True, type=click.IntRange(min=0),
               help="Cold and warm timed runs of each workload (0: no timing).")  # fmt: skip
+@click.option("--cold-iops", type=click.IntRange(min=1), metavar="N",
+              help="Cold runs may send N read requests a second to the disk: a slow disk, where the "
+                   "host caches this one (Linux, root, cgroup v1 blkio).")  # fmt: skip
 @click.option("--simulate", multiple=True, metavar="ORDER[,ORDER...]",
               help="More orders to simulate from the first order's traces (not repacked).")  # fmt: skip
 @click.option("--git", "git", default="git", show_default=True, help="The git binary the workloads run with.")
@@ -52,6 +55,7 @@ def _run(
     workloads: tuple[str, ...],
     output_dir: Path,
     runs: int,
+    cold_iops: int | None,
     simulate: tuple[str, ...],
     git: str,
     threshold: str,
@@ -89,6 +93,7 @@ def _run(
             workloads=chosen_workloads,
             output_dir=output_dir,
             runs=runs,
+            cold_iops=cold_iops,
             simulate=_split(simulate),
             git=git,
             threshold=parse_size(threshold) or 0,

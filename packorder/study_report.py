@@ -172,7 +172,9 @@ def write_report(result: ExperimentResult, command: str | None = None) -> None:
         f"- Far seeks: {size_label(result.threshold)} and more. Raw counts the objects Git asked the pack for, "
         "expanded adds the delta chain entries it reads (less its delta base cache); index-pack counts its reads.",
         f"- Wall times: median of {result.runs} untraced run(s) of each workload, cold (the copy's pack files "
-        "dropped from the page cache) then warm, copies taken in turn.",
+        "dropped from the page cache"
+        + (f"; reads from the disk limited to {result.cold_iops} a second" if result.cold_iops else "")
+        + ") then warm, copies taken in turn.",
         f"- Git {result.git_version}; {os.cpu_count()} CPUs; load average {load} before, {load_after} after; "
         f"{time.strftime('%Y-%m-%d %H:%M %Z')}; the experiment took {result.seconds:.0f} s.",
         "",
@@ -186,7 +188,8 @@ def write_report(result: ExperimentResult, command: str | None = None) -> None:
         "",
     ]
     if result.runs:
-        lines += [f"## Wall times (median of {result.runs} runs)", "", *wall_times(result), ""]
+        limited = f", cold reads at most {result.cold_iops} a second" if result.cold_iops else ""
+        lines += [f"## Wall times (median of {result.runs} runs{limited})", "", *wall_times(result), ""]
     if result.reference is not None:
         lines += [
             "## The simulator against the measurements",

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gitrepo import Repo, git
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from gitrepo import Repo, git
 from layered import build
 
 from packorder import deltas
