@@ -90,6 +90,7 @@ ORDER_INTRO = {
     "windowed": True,
     "windowed-256": True,
     "interleaved-recent": True,
+    "history-each-commit": True,
     "history-tags-midway": True,
     "trees-first": True,
     "recency-dfs": False,

@@ -37,6 +37,7 @@ class OrderInput:
     entry_kinds: np.ndarray | None = None
     intro: np.ndarray | None = None
     unreleased: np.ndarray | None = None  # bool: reachable from HEAD but from no tag
+    sizes: np.ndarray | None = None  # int64: each object's entry bytes in its source (an estimate)
 
     @property
     def count(self) -> int:
@@ -321,12 +322,41 @@ def _depth_first_families(w: _Writer, objs: OrderInput, rest: np.ndarray) -> Non
     w.add(members[np.argsort(key, kind="stable")])
 
 
-def _history_phases(objs: OrderInput, tags_midway: bool = False) -> _Writer:
-    """Commits in walk order, each followed by the trees it introduces; tag tips (only the tips
-    themselves) together where Git puts them (or halfway through the commits); a tagged
-    commit's trees stay where the commit comes in the walk; then the trees no commit
+# History's windows: commits with the trees they introduce, cut every ~2 MiB. Each commit is
+# within 2 MiB of its trees (what `git log -- PATH` and `git blame` read next), while `git
+# log`, which reads commits only, meets a stretch of trees once a window rather than at every
+# commit: with the kernel reading ahead around each miss, one commit per window of 2 MiB costs
+# it ~5% more disk reads than recency's contiguous commits, where a commit followed by its own
+# trees cost it twice as many (docs/locality.md, "Cold-cache wall times"). Read at call time so
+# that tests on small repositories can scale it as they scale the seek threshold.
+HISTORY_WINDOW_BYTES = 2 << 20
+
+
+def _windowed(items: np.ndarray, start: np.ndarray, trees: np.ndarray, objs: OrderInput, window: int) -> np.ndarray:
+    """`items` (commits, in walk order) with the trees each introduces, grouped in windows of
+    about `window` bytes: a window's commits, then their trees. Without sizes, or with
+    `window` 0, each commit is a window of its own."""
+    out = _with_trees(items, start, trees)
+    if objs.sizes is None or window <= 0 or not len(items):
+        return out
+    lengths = start[items + 1] - start[items] + 1
+    owner = np.repeat(np.arange(len(items)), lengths)
+    weight = np.bincount(owner, weights=objs.sizes[out], minlength=len(items))
+    which = ((np.cumsum(weight) - weight) // window).astype(np.int64)[owner]
+    is_tree = np.ones(len(out), dtype=bool)
+    is_tree[np.cumsum(lengths) - lengths] = False
+    # Each window: its commits, then its trees, each in walk order (lexsort is stable).
+    return out[np.lexsort((is_tree, which))]
+
+
+def _history_phases(objs: OrderInput, tags_midway: bool = False, window: int | None = None) -> _Writer:
+    """Commits in walk order in windows of `window` bytes (default HISTORY_WINDOW_BYTES; 0:
+    each commit alone), each window followed by the trees its commits introduce; tag tips
+    (only the tips themselves) together where Git puts them (or halfway through the commits);
+    a tagged commit's trees stay where the commit comes in the walk; then the trees no commit
     introduces."""
     kinds, n = objs.kinds, objs.count
+    window = HISTORY_WINDOW_BYTES if window is None else window
     start, trees = _introduced_trees(objs)
     w = _Writer(n)
     tagged_at = np.flatnonzero(objs.tagged)
@@ -336,12 +366,12 @@ def _history_phases(objs: OrderInput, tags_midway: bool = False) -> _Writer:
     else:
         split = int(tagged_at[0]) if len(tagged_at) else n
     before = np.arange(split)
-    first = _with_trees(before[kinds[before] == COMMIT], start, trees)
+    first = _windowed(before[kinds[before] == COMMIT], start, trees, objs, window)
     w.add(first[~objs.tagged[first] | (kinds[first] != COMMIT)])  # tagged commits: with the tips
     w.add(before[(kinds[before] != COMMIT) & ~objs.tagged[before]])
     w.add(tagged_at)
     # Tagged commits are written already: `add` skips them and keeps their trees here.
-    w.add(_with_trees(commits[commits >= split], start, trees))
+    w.add(_windowed(commits[commits >= split], start, trees, objs, window))
     w.add(np.flatnonzero(kinds == TAG))
     w.add(np.flatnonzero(kinds == TREE))
     return w
@@ -349,18 +379,27 @@ def _history_phases(objs: OrderInput, tags_midway: bool = False) -> _Writer:
 
 def history(objs: OrderInput) -> np.ndarray:
     """The layout kept from the search (docs/locality.md): tag tips together as Git writes them,
-    but only the tips; every commit in walk order immediately followed by the trees it
-    introduces, a tagged commit's trees included (at the commit's place in the walk, so the
-    tag tips region stays small and pulls no delta bases into it); then the trees no commit
-    introduces; then blobs by delta family as in recency, each family depth first, the
-    families holding unreleased blobs (on the default branch, HEAD, in no tag) first.
+    but only the tips; commits in walk order, in windows of about 2 MiB, each window followed
+    by the trees its commits introduce, a tagged commit's trees included (at the commit's
+    place in the walk, so the tag tips region stays small and pulls no delta bases into it);
+    then the trees no commit introduces; then blobs by delta family as in recency, each family
+    depth first, the families holding unreleased blobs (on the default branch, HEAD, in no
+    tag) first.
 
-    `git log -- PATH` and `git blame` read a commit and its trees from one place; `git log`
-    reads commits spread over the commit and tree bytes (twice recency's span); index-pack
+    `git log -- PATH` and `git blame` read a commit and its trees within 2 MiB; `git log`
+    reads commits in runs of a window, skipping its trees once per window; index-pack
     reads each blob family front to back; a fetch of what is newer than the last release
     reads its blob families from one stretch at the start of the blob region (in discovery
     order they lie among the families of every file at HEAD)."""
     w = _history_phases(objs)
+    _history_families(w, objs)
+    return w.result()
+
+
+def history_each_commit(objs: OrderInput) -> np.ndarray:
+    """`history` with each commit immediately followed by the trees it introduces (history
+    until stop 11): the same seeks under 2 MiB, but `git log` reads twice the bytes cold."""
+    w = _history_phases(objs, window=0)
     _history_families(w, objs)
     return w.result()
 
@@ -467,8 +506,9 @@ ORDERS: dict[str, OrderSpec] = {
     ),
     "windowed-256": OrderSpec(windowed_wide, True, "interleaved by windows of 256 commits"),
     "history": OrderSpec(
-        history, True, "tag tips alone, each commit followed by its trees, unreleased blob families first"
+        history, True, "tag tips alone, ~2 MiB windows of commits each followed by their trees, unreleased blobs first"
     ),
+    "history-each-commit": OrderSpec(history_each_commit, True, "history, each commit followed by its own trees"),
     "history-tags-midway": OrderSpec(history_tags_midway, True, "history, tag tips halfway through the commits"),
     "trees-first": OrderSpec(trees_first, True, "history, each commit after the trees it introduces"),
     "recency-dfs": OrderSpec(recency_depth_first, False, "recency, blob families depth first"),

@@ -193,7 +193,22 @@ def order_input(
         history = object_history(repo, table)
     if history is None:
         return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds)
-    return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds, history.intro, history.unreleased)
+    return order_mod.OrderInput(
+        table.kinds, table.tagged, choice.base, entry_kinds, history.intro, history.unreleased, entry_sizes(repo, table)
+    )
+
+
+def entry_sizes(repo: Repository, table: ObjectTable) -> np.ndarray:
+    """Each object's entry bytes where it is now: its packed entry, or its loose file (about
+    what it takes compressed)."""
+    sizes = np.zeros(table.count, dtype=np.int64)
+    for i, pack in enumerate(repo.packs):
+        rows = np.flatnonzero(table.source == i)
+        if len(rows):
+            sizes[rows] = pack.layout.packed_sizes[table.pos[rows]]
+    for row in np.flatnonzero(table.source == LOOSE):
+        sizes[row] = repo.loose.paths[int(table.pos[row])].stat().st_size
+    return sizes
 
 
 def _order(
@@ -525,14 +540,7 @@ def plan_layout(
         table = enumerate_objects(repo)
     choice = deltas_mod.reuse(repo, table, opts.depth)
     write_order = _order(repo, opts, table, choice, history)
-    sizes = np.zeros(table.count, dtype=np.int64)
-    for i, pack in enumerate(repo.packs):
-        rows = np.flatnonzero(table.source == i)
-        if len(rows):
-            sizes[rows] = pack.layout.packed_sizes[table.pos[rows]]
-    for row in np.flatnonzero(table.source == LOOSE):
-        sizes[row] = repo.loose.paths[int(table.pos[row])].stat().st_size
-    packed = sizes[write_order]
+    packed = entry_sizes(repo, table)[write_order]
     offsets = np.empty(len(packed), dtype=np.uint64)
     if len(packed):
         offsets[0] = 12

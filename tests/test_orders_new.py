@@ -91,6 +91,52 @@ def test_history_writes_each_commit_then_the_trees_it_introduces(objs: OrderInpu
     assert np.all(kinds[out[-np.count_nonzero(kinds == BLOB) :]] == BLOB)
 
 
+@pytest.mark.parametrize("window", [20000, 60000])
+def test_history_windows_commits_then_their_trees(objs: OrderInput, window: int) -> None:
+    """With entry sizes, commits come in windows of about `window` bytes (a commit and the
+    trees it introduces weigh their sizes), each window's commits then their trees, in walk
+    order; a window is cut before the commit whose weight would take it past its multiple of
+    `window`. Without sizes, or with window 0, each commit is a window of its own."""
+    rng = np.random.default_rng(5)
+    sized = replace(without_deltas(objs), sizes=rng.integers(50, 900, objs.count))
+    assert sized.sizes is not None and sized.intro is not None
+    kinds, intro = sized.kinds, sized.intro
+    start, trees = order_mod._introduced_trees(sized)
+    commits = np.flatnonzero(kinds == COMMIT)
+    weight = np.array([sized.sizes[c] + sized.sizes[trees[start[c] : start[c + 1]]].sum() for c in commits])
+    # Windows restart after the first tag tip (the tag tips region stands between).
+    split = int(np.flatnonzero(sized.tagged)[0])
+    before, after = commits < split, commits >= split
+    which = np.empty(len(commits), dtype=np.int64)
+    which[before] = (np.cumsum(weight[before]) - weight[before]) // window
+    offset = which[before].max() + 1 if before.any() else 0
+    which[after] = offset + (np.cumsum(weight[after]) - weight[after]) // window
+    assert 2 < which[-1] < len(commits) / 4  # several windows, several commits each
+    original = order_mod.HISTORY_WINDOW_BYTES
+    try:
+        order_mod.HISTORY_WINDOW_BYTES = window
+        out = written("history", sized)
+    finally:
+        order_mod.HISTORY_WINDOW_BYTES = original
+    pos = positions(out)
+    tagged = sized.tagged
+    for k in range(int(which[-1]) + 1):
+        members = commits[which == k]
+        own = np.flatnonzero((kinds == TREE) & np.isin(intro, members))
+        untagged = members[~tagged[members]]
+        if len(untagged):
+            assert np.array_equal(np.sort(pos[untagged]), pos[untagged])  # walk order
+            assert np.all(np.diff(pos[untagged]) == 1)  # nothing between a window's commits
+        if len(own):
+            assert np.all(np.diff(pos[own]) == 1)  # then its trees, together, in walk order
+            assert np.array_equal(out[pos[own]], own)
+            if len(untagged):
+                assert pos[own].min() == pos[untagged].max() + 1
+    plain = without_deltas(objs)
+    assert np.array_equal(written("history", plain), written("history-each-commit", plain))
+    assert not np.array_equal(out, written("history-each-commit", sized))
+
+
 def test_history_with_deltas_keeps_trees_after_their_commit(objs: OrderInput) -> None:
     """With reused deltas, a tree's base may be pulled ahead of it (bases first), but every
     tree still follows the commit that introduces it, and no later commit comes between."""

@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from gitrepo import git, git_env
 from layered import THRESHOLD, build
 
 import packorder
+from packorder import order as order_mod
 from packorder.format import layout as layout_mod
 from packorder.format.layout import PackLayout
 from packorder.seek import api
@@ -28,6 +30,15 @@ from packorder.seek.trace import REQUESTS, Trace
 
 WORKLOADS = ["log", "log-path", "blame", "pack-recent", "index-pack"]
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def scaled_history_window() -> Iterator[None]:
+    """History's windows scaled as the threshold is: at 2 MiB on a real repository a window
+    keeps every commit within reach of its trees, here that reach is THRESHOLD."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(order_mod, "HISTORY_WINDOW_BYTES", THRESHOLD)
+        yield
 
 
 @pytest.fixture(scope="module")
