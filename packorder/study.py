@@ -28,7 +28,6 @@ from pathlib import Path
 from packorder.errors import RepositoryError, UsageError
 from packorder.progress import ProgressCallback
 from packorder.seek import throttle
-from packorder.seek.throttle import ReadLimit
 
 AS_IS = "as-is"  # a copy left as it is: the repository's own packs
 DEFAULT_ORDERS = ("recency", "history")
@@ -177,7 +176,7 @@ def _time(
     git: str,
     cache_limit: int | None,
     note: Note,
-    read_limit: ReadLimit | None = None,
+    read_limit: throttle.ReadLimit | None = None,
 ) -> None:
     """Cold and warm wall times, untraced: each round runs every workload on every copy, the
     copies in turn (a different one first each round). With `read_limit`, cold runs read from
@@ -321,7 +320,7 @@ def experiment(
     limit = None
     try:
         if cold_iops is not None:
-            limit = ReadLimit(work, cold_iops)
+            limit = throttle.ReadLimit(work, cold_iops)
             say(f"cold runs read at most {cold_iops} times a second from disk {limit.device}")
         order_runs = []
         measurements: dict[str, dict] = {}

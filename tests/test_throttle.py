@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import git_env
+from gitrepo import Repo, git_env
 
+import packorder
 from packorder.errors import UsageError
 from packorder.seek import throttle
 
@@ -79,3 +80,29 @@ def test_cli_refuses_a_limit_without_timed_runs(tmp_path: Path) -> None:
         assert proc.returncode == status, proc.stderr
         assert message in proc.stderr
         assert not out.exists()
+
+
+def test_an_experiment_times_its_cold_runs_under_the_limit(tmp_path: Path) -> None:
+    if not blkio_usable(tmp_path):
+        pytest.skip("needs root, a cgroup v1 blkio hierarchy and a block device under the temporary directory")
+    repo = Repo(tmp_path / "repo")
+    for k in range(3):
+        repo.write("f.txt", f"version {k}\n")
+        repo.commit(f"c{k}")
+    hierarchy = throttle.check(tmp_path, 1)[1]
+    before = sorted(p.name for p in hierarchy.glob("packorder-*"))
+    home = own_cgroups()
+    result = packorder.experiment(
+        repo.path,
+        orders=["recency"],
+        workloads=["log"],
+        runs=1,
+        cold_iops=10_000,
+        output_dir=tmp_path / "out",
+        work_dir=tmp_path / "work",
+    )
+    assert result.cold_iops == 10_000
+    assert result.run("recency").results[0].cold_seconds is not None
+    assert "reads from the disk limited to 10000 a second" in result.report.read_text()
+    assert sorted(p.name for p in hierarchy.glob("packorder-*")) == before
+    assert own_cgroups() == home
