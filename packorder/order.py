@@ -325,9 +325,9 @@ def _depth_first_families(w: _Writer, objs: OrderInput, rest: np.ndarray) -> Non
 # History's windows: commits with the trees they introduce, cut every ~2 MiB. Each commit is
 # within 2 MiB of its trees (what `git log -- PATH` and `git blame` read next), while `git
 # log`, which reads commits only, meets a stretch of trees once a window rather than at every
-# commit: with the kernel reading ahead around each miss, one commit per window of 2 MiB costs
-# it ~5% more disk reads than recency's contiguous commits, where a commit followed by its own
-# trees cost it twice as many (docs/locality.md, "Cold-cache wall times"). Read at call time so
+# commit: on a slow disk a cold `git log` then takes 1.07-1.11x recency's time, where each
+# commit followed by its own trees took 1.74-1.90x (docs/locality.md, "Cold-cache wall
+# times"; larger windows would take commits beyond 2 MiB of their trees). Read at call time so
 # that tests on small repositories can scale it as they scale the seek threshold.
 HISTORY_WINDOW_BYTES = 2 << 20
 
