@@ -92,11 +92,13 @@ def test_history_writes_each_commit_then_the_trees_it_introduces(objs: OrderInpu
 
 
 @pytest.mark.parametrize("window", [20000, 60000])
-def test_history_windows_commits_then_their_trees(objs: OrderInput, window: int) -> None:
+def test_history_windows_commits_then_their_trees(
+    objs: OrderInput, window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With entry sizes, commits come in windows of about `window` bytes (a commit and the
-    trees it introduces weigh their sizes), each window's commits then their trees, in walk
-    order; a window is cut before the commit whose weight would take it past its multiple of
-    `window`. Without sizes, or with window 0, each commit is a window of its own."""
+    trees it introduces weigh their sizes; a commit goes to window (weight of the commits
+    before it) // window), each window's commits then their trees, in walk order. Without
+    sizes each commit is a window of its own."""
     rng = np.random.default_rng(5)
     sized = replace(without_deltas(objs), sizes=rng.integers(50, 900, objs.count))
     assert sized.sizes is not None and sized.intro is not None
@@ -112,12 +114,8 @@ def test_history_windows_commits_then_their_trees(objs: OrderInput, window: int)
     offset = which[before].max() + 1 if before.any() else 0
     which[after] = offset + (np.cumsum(weight[after]) - weight[after]) // window
     assert 2 < which[-1] < len(commits) / 4  # several windows, several commits each
-    original = order_mod.HISTORY_WINDOW_BYTES
-    try:
-        order_mod.HISTORY_WINDOW_BYTES = window
-        out = written("history", sized)
-    finally:
-        order_mod.HISTORY_WINDOW_BYTES = original
+    monkeypatch.setattr(order_mod, "HISTORY_WINDOW_BYTES", window)
+    out = written("history", sized)
     pos = positions(out)
     tagged = sized.tagged
     for k in range(int(which[-1]) + 1):
