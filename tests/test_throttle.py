@@ -59,7 +59,7 @@ def test_refusals_are_clear(tmp_path: Path) -> None:
         throttle.check(tmp_path, 0)
     shm = Path("/dev/shm")
     if shm.is_dir() and os.major(os.stat(shm).st_dev) == 0:
-        with pytest.raises(UsageError, match="not on a block device"):
+        with pytest.raises(UsageError, match="has no block device of its own"):
             throttle.check(shm / "not" / "made", 100)
         assert not (shm / "not").exists()
 

@@ -43,7 +43,7 @@ def block_device(path: Path) -> str:
     st = os.stat(path)
     major, minor = os.major(st.st_dev), os.minor(st.st_dev)
     if major == 0:
-        raise UsageError(f"{WHAT}: {path} is not on a block device (tmpfs, overlay, network): nothing to limit")
+        raise UsageError(f"{WHAT}: {path} has no block device of its own (tmpfs, overlay, btrfs, network)")
     node = Path(f"/sys/dev/block/{major}:{minor}")
     if (node / "partition").exists():
         try:
