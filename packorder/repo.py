@@ -18,7 +18,7 @@ from packorder import snapshot as snapshot_mod
 from packorder.errors import CorruptPackError, RepositoryError
 from packorder.format import idx as idx_format
 from packorder.format import layout as layout_mod
-from packorder.format.pack import RAWSZ
+from packorder.format.pack import OBJ_COMMIT, RAWSZ
 
 LOOSE = -1
 
@@ -271,6 +271,13 @@ def _enumerate(
             reachable = np.concatenate([reachable, np.zeros(sum(len(p[2]) for p in parts), bool)])
 
     kinds = _kinds(repo, source, pos)
+    if walk.in_commit_order:
+        # Discovery order: the walk's commits, then its other objects, each as printed.
+        walked = np.flatnonzero(reachable)
+        order = np.concatenate(
+            [walked[kinds[walked] == OBJ_COMMIT], walked[kinds[walked] != OBJ_COMMIT], np.flatnonzero(~reachable)]
+        )
+        oids, hashes, source, pos, kinds = oids[order], hashes[order], source[order], pos[order], kinds[order]
     tagged = lookup(_tag_keys(tags), keys(oids)) >= 0
     promisor = np.zeros(len(source), dtype=bool)
     for i, p in enumerate(repo.packs):
@@ -337,7 +344,7 @@ def introducing_commits(
     at = lookup(keys(table.oids)[sorted_order], keys(oids))
     rows = np.where(at >= 0, sorted_order[np.maximum(at, 0)], -1)
     is_commit = np.zeros(len(rows), dtype=bool)
-    is_commit[rows >= 0] = table.kinds[rows[rows >= 0]] == 1
+    is_commit[rows >= 0] = table.kinds[rows[rows >= 0]] == OBJ_COMMIT
     # The latest commit line at or before each line of the output.
     last_commit_line = np.where(is_commit, np.arange(len(rows)), -1)
     np.maximum.accumulate(last_commit_line, out=last_commit_line)

@@ -38,6 +38,12 @@ class ObjectWalk:
         self, git_dir: Path, missing_ok: bool, extra: tuple[str, ...] = (), revs: tuple[str, ...] | None = None
     ) -> None:
         """`revs`: the revisions to walk; by default every ref, reflog and index entry."""
+        # Git prints the same commits and the same other objects in the same order with
+        # --in-commit-order as without, only interleaved (checked on libgit2, redis and git/git:
+        # docs/repack.md); so one such walk gives the discovery order and each object's
+        # introducing commit.
+        self.in_commit_order = "--in-commit-order" in extra
+        self._result: tuple[bytes, bytes, bytes] | None = None
         args = [gitcmd.GIT, "--git-dir", str(git_dir), "rev-list", "--objects", *extra]
         if revs is not None:
             args += revs
@@ -64,7 +70,10 @@ class ObjectWalk:
         self.stderr = self.proc.stderr.read()
 
     def result(self) -> tuple[bytes, bytes, bytes]:
-        """(ids, 20 bytes each; name hashes, native u32s; missing ids, 20 bytes each)."""
+        """(ids, 20 bytes each; name hashes, native u32s; missing ids, 20 bytes each), in the
+        order Git printed them; the same again on later calls."""
+        if self._result is not None:
+            return self._result
         self.thread.join()
         code = self.proc.wait()
         if self.error is not None:
@@ -74,7 +83,8 @@ class ObjectWalk:
             first = err.splitlines()[0] if err else f"exit status {code}"
             raise RepositoryError(f"cannot list the repository's objects: {first}; nothing was changed")
         oids, hashes, _named, missing = self.parser.finish()
-        return oids, hashes, missing
+        self._result = oids, hashes, missing
+        return self._result
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -117,8 +127,9 @@ class Snapshot:
         self.loose: list[tuple[bytes, Path]] = []
         self.walk: ObjectWalk | None = None
         self.tags: TagTips | None = None
-        # `rev-list --in-commit-order` and the walk of unreleased history, for the orders that
-        # place objects by where they sit in history: run beside the first on the other core.
+        # For the orders that place objects by where they sit in history: the walk in commit
+        # order (the main walk itself, made --in-commit-order) and the walk of unreleased
+        # history, run beside it on the other core.
         self.intro_walk: ObjectWalk | None = None
         self.unreleased_walk: ObjectWalk | None = None
 
@@ -197,18 +208,18 @@ def listed(path: str | os.PathLike[str] | None) -> Snapshot:
 
 
 def take(path: str | os.PathLike[str] | None, lock: bool, intro: bool = False) -> Snapshot:
-    """Lock (if `lock`), list, then start the walk (and with `intro` the walks in commit
-    order and of unreleased history too), in that order."""
+    """Lock (if `lock`), list, then start the walk (with `intro`, in commit order, and the
+    walk of unreleased history beside it), in that order."""
     snap = _open(path, lock)
     try:
         if lock:
             snap.lock_path = _lock(snap.objects_dir / "pack")
         _list(snap)
         promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)
-        snap.walk = ObjectWalk(snap.git_dir, missing_ok=promisor)
+        snap.walk = ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER if intro else ())
         snap.tags = TagTips(snap.git_dir)
         if intro:
-            snap.intro_walk = ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER)
+            snap.intro_walk = snap.walk
             snap.unreleased_walk = ObjectWalk(snap.git_dir, missing_ok=promisor, revs=UNRELEASED)
     except BaseException:
         snap.close()

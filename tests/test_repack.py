@@ -511,6 +511,46 @@ def test_cli_offers_every_order() -> None:
     assert {name: spec.needs_intro for name, spec in ORDERS.items()} == ORDER_INTRO
 
 
+def test_one_walk_in_commit_order_gives_the_discovery_order_and_the_introducing_commits(tmp_path: Path) -> None:
+    """The command line walks once, --in-commit-order, for the orders placing objects by
+    history: commits first, then the rest as printed, must be Git's discovery order, and the
+    introducing commits those of a walk of their own. Checked where Git adds objects beyond
+    the commits' trees: an index with a staged blob, a reflog-only commit, tags on a tree and a
+    blob, a merge."""
+    from packorder import snapshot
+    from packorder.repo import enumerate_objects, introducing_commits, open_repository
+
+    repo = Repo(tmp_path / "repo")
+    repo.write("a.txt", "a\n")
+    repo.write("dir/b.txt", "b\n")
+    repo.commit("one")
+    repo.run("checkout", "-q", "-b", "side")
+    repo.write("dir/c.txt", "c\n")
+    repo.commit("side")
+    repo.run("checkout", "-q", "main")
+    repo.write("a.txt", "a2\n")
+    repo.commit("two")
+    repo.run("merge", "-q", "--no-edit", "side")
+    repo.run("tag", "-a", "tree-tag", "-m", "a tree", "HEAD^{tree}")
+    repo.run("tag", "blob-tag", "HEAD:a.txt")
+    repo.write("gone.txt", "only in the reflog\n")
+    repo.commit("dropped")
+    repo.run("reset", "-q", "--hard", "HEAD^")
+    repo.write("staged.txt", "only in the index\n")
+    repo.run("add", "staged.txt")
+    opened = open_repository(repo.path)
+    plain = enumerate_objects(opened)
+    with snapshot.take(repo.path, lock=False, intro=True) as start:
+        assert start.walk is not None and start.walk.in_commit_order and start.intro_walk is start.walk
+        one = enumerate_objects(opened, snapshot=start)
+        intro_walk = start.take_history_walks()[0]
+        assert intro_walk is not None
+        once = introducing_commits(opened, one, intro_walk)
+    assert plain.count == one.count > 10
+    assert np.array_equal(plain.oids, one.oids) and np.array_equal(plain.name_hash, one.name_hash)
+    assert np.array_equal(once, introducing_commits(opened, plain))
+
+
 def test_history_order_with_its_walk_started_early_writes_the_same_pack(work: Path, tmp_path: Path) -> None:
     """The command line starts the commit-order walk with the first one; the library starts it
     when ordering: same input, same pack."""
