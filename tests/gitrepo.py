@@ -71,6 +71,15 @@ class Repo:
         self.run("commit", "-q", "--allow-empty", "-m", message)
         return self.run("rev-parse", "HEAD").decode().strip()
 
+    def commit_on_branch(self, branch: str, files: dict[str, str], message: str) -> str:
+        """A commit of `files` on a new branch from HEAD, then back to main."""
+        self.run("checkout", "-q", "-b", branch)
+        for name, text in files.items():
+            self.write(name, text)
+        made = self.commit(message)
+        self.run("checkout", "-q", "main")
+        return made
+
     def tag(self, name: str, annotated: bool = True) -> None:
         self.clock += 60
         if annotated:

@@ -202,10 +202,7 @@ def test_unreleased_means_on_head_and_in_no_tag(tmp_path: Path) -> None:
     repo.tag("v1")
     repo.write("head.txt", "only on main, after v1\n")
     repo.commit("two")
-    repo.run("checkout", "-q", "-b", "side")
-    repo.write("side.txt", "only on side\n")
-    repo.commit("three")
-    repo.run("checkout", "-q", "main")
+    repo.commit_on_branch("side", {"side.txt": "only on side\n"}, "three")
     blob = {name: repo.run("rev-parse", f"side:{name}").decode().strip() for name in ("released.txt", "side.txt")}
     blob["head.txt"] = repo.run("rev-parse", "main:head.txt").decode().strip()
 
