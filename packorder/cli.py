@@ -94,6 +94,7 @@ ORDER_INTRO = {
     "history-tags-midway": True,
     "trees-first": True,
     "recency-dfs": False,
+    "recency-unreleased": True,
 }
 ORDER_NAMES = tuple(ORDER_INTRO)
 

@@ -20,7 +20,8 @@ from packorder import order as order_mod
 from packorder.order import BLOB, COMMIT, TREE, OrderInput
 from packorder.repo import enumerate_objects, object_history, open_repository, unreleased_objects
 
-NEW = ["history", "history-tags-midway", "trees-first", "recency-dfs", "windowed-256"]
+NEW = ["history", "history-each-commit", "history-tags-midway", "trees-first", "recency-dfs", "recency-unreleased"]
+NEW += ["windowed-256"]
 
 
 @pytest.fixture(scope="module")
@@ -227,6 +228,21 @@ def test_recency_dfs_differs_from_recency_only_inside_blob_families(objs: OrderI
     # The same families in the same order, each from its root.
     firsts = [r for i, r in enumerate(roots[a[blob_at:]].tolist()) if i == 0 or r != roots[a[blob_at + i - 1]]]
     assert firsts == [r for i, r in enumerate(roots[b[blob_at:]].tolist()) if i == 0 or r != roots[b[blob_at + i - 1]]]
+
+
+def test_recency_unreleased_is_recency_then_the_blob_region_of_history(objs: OrderInput) -> None:
+    """Recency's tag tips, commits and trees, object for object; then the blob families in
+    history's order (HEAD's unreleased first, each depth first); without the unreleased mark,
+    recency-dfs."""
+    assert objs.unreleased is not None and objs.unreleased.any()
+    ours, recency, history = (written(name, objs) for name in ("recency-unreleased", "recency", "history"))
+    blob_at = int(np.argmax(objs.kinds[recency] == BLOB))
+    assert np.array_equal(ours[:blob_at], recency[:blob_at])
+    in_blob_region = np.zeros(objs.count, dtype=bool)
+    in_blob_region[ours[blob_at:]] = True
+    assert np.array_equal(ours[blob_at:], history[in_blob_region[history]])
+    assert not np.array_equal(ours, written("recency-dfs", objs))
+    assert np.array_equal(written("recency-unreleased", replace(objs, unreleased=None)), written("recency-dfs", objs))
 
 
 def test_trees_first_puts_each_commit_after_its_trees(objs: OrderInput) -> None:
