@@ -413,14 +413,19 @@ def history_tags_midway(objs: OrderInput) -> np.ndarray:
     return w.result()
 
 
+def _recency_regions(objs: OrderInput) -> tuple[_Writer, np.ndarray]:
+    """Recency's tag tips, commits and trees written, on real types; and what remains to
+    choose the blob region from."""
+    if np.isin(objs.kinds, (OFS_DELTA, REF_DELTA)).any():
+        raise ValueError("recency order takes real object types")
+    w = _Writer(objs.count)
+    return w, _tag_tips_commits_trees(w, objs.kinds, objs.tagged)
+
+
 def recency_depth_first(objs: OrderInput) -> np.ndarray:
     """Recency with each blob family written depth first instead of by sibling groups: the
     same regions, with index-pack reading every family in pack order."""
-    kinds = objs.kinds
-    if np.isin(kinds, (OFS_DELTA, REF_DELTA)).any():
-        raise ValueError("recency order takes real object types")
-    w = _Writer(objs.count)
-    rest = _tag_tips_commits_trees(w, kinds, objs.tagged)
+    w, rest = _recency_regions(objs)
     _depth_first_families(w, objs, rest)
     return w.result()
 
@@ -431,10 +436,7 @@ def recency_unreleased(objs: OrderInput) -> np.ndarray:
     no slower than recency on any workload, and a fetch of recent history 15-18% faster
     (docs/locality.md, "Cold-cache wall times"); its seeks for `git log -- PATH` and blame
     are recency's."""
-    if np.isin(objs.kinds, (OFS_DELTA, REF_DELTA)).any():
-        raise ValueError("recency order takes real object types")
-    w = _Writer(objs.count)
-    _tag_tips_commits_trees(w, objs.kinds, objs.tagged)
+    w, _ = _recency_regions(objs)
     _history_families(w, objs)
     return w.result()
 
