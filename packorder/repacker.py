@@ -180,9 +180,10 @@ def order_input(
     order: str,
     ref_delta: bool = False,
     history: ObjectHistory | None = None,
+    sizes: np.ndarray | None = None,
 ) -> order_mod.OrderInput:
-    """The arrays the write orders work on. `history`: object_history of `table`, when the
-    caller has it already."""
+    """The arrays the write orders work on. `history` (object_history of `table`) and `sizes`
+    (entry_sizes of `table`): when the caller has them already."""
     # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA (so in its order such
     # trees and commits skip their phases and join the delta families); new deltas keep
     # their real type.
@@ -193,8 +194,10 @@ def order_input(
         history = object_history(repo, table)
     if history is None:
         return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds)
+    if sizes is None:
+        sizes = entry_sizes(repo, table)
     return order_mod.OrderInput(
-        table.kinds, table.tagged, choice.base, entry_kinds, history.intro, history.unreleased, entry_sizes(repo, table)
+        table.kinds, table.tagged, choice.base, entry_kinds, history.intro, history.unreleased, sizes
     )
 
 
@@ -217,8 +220,9 @@ def _order(
     table: ObjectTable,
     choice: deltas_mod.DeltaChoice,
     history: ObjectHistory | None = None,
+    sizes: np.ndarray | None = None,
 ) -> np.ndarray:
-    objs = order_input(repo, table, choice, opts.order, opts.ref_delta, history)
+    objs = order_input(repo, table, choice, opts.order, opts.ref_delta, history, sizes)
     raw = ORDER_FUNCS[opts.order].fn(objs)
     return order_mod.bases_first(raw, choice.base)
 
@@ -539,8 +543,9 @@ def plan_layout(
     if table is None:
         table = enumerate_objects(repo)
     choice = deltas_mod.reuse(repo, table, opts.depth)
-    write_order = _order(repo, opts, table, choice, history)
-    packed = entry_sizes(repo, table)[write_order]
+    sizes = entry_sizes(repo, table)
+    write_order = _order(repo, opts, table, choice, history, sizes)
+    packed = sizes[write_order]
     offsets = np.empty(len(packed), dtype=np.uint64)
     if len(packed):
         offsets[0] = 12
