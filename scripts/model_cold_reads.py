@@ -18,6 +18,7 @@ import argparse
 import sys
 
 from packorder.cli import parse_size
+from packorder.seek.analyze import entry_ranges
 from packorder.seek.api import measure
 from packorder.seek.coldreads import disk_reads
 from packorder.seek.expand import expand
@@ -42,12 +43,7 @@ def main() -> int:
         for pack in planned:
             trace, layouts = relay(measured.trace, measured.layouts, pack.layout)
             read = expand(trace, layouts, measured.result.cache_limit)
-            assert read.positions is not None
-            starts = read.offsets.astype("int64")
-            ends = starts.copy()
-            for p, layout in enumerate(layouts):
-                mine = read.pack_index == p
-                ends[mine] = layout.ends[read.positions[mine]].astype("int64")
+            starts, ends = entry_ranges(read, layouts)
             count = disk_reads(read.pack_index, starts, ends, readahead)
             first = first or count
             shares = "/".join(f"{100 * v.below_threshold:.2f}" for v in simulate_views(measured, pack).views)
