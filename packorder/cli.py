@@ -77,26 +77,26 @@ def _human(n: int) -> str:
 
 
 # The orders of packorder.order.ORDERS, listed here so that the command line starts without
-# numpy (tests/test_repack.py checks that the two agree), each with whether it places objects
-# by where they sit in history (OrderSpec.needs_intro): for those the walks in commit order
-# and of unreleased history start with the first.
-ORDER_INTRO = {
-    "recency": False,
-    "history": True,
-    "git": False,
-    "rev-list": False,
-    "type": False,
-    "interleaved": True,
-    "windowed": True,
-    "windowed-256": True,
-    "interleaved-recent": True,
-    "history-each-commit": True,
-    "history-tags-midway": True,
-    "trees-first": True,
-    "recency-dfs": False,
-    "recency-unreleased": True,
+# numpy (tests/test_repack.py checks that the two agree), each with what it needs from history
+# (OrderSpec.needs_intro, needs_unreleased): for those the walk in commit order and the walk of
+# unreleased history start with the first.
+ORDER_WALKS = {
+    "recency": (False, False),
+    "history": (True, True),
+    "git": (False, False),
+    "rev-list": (False, False),
+    "type": (False, False),
+    "interleaved": (True, False),
+    "windowed": (True, False),
+    "windowed-256": (True, False),
+    "interleaved-recent": (True, False),
+    "history-each-commit": (True, True),
+    "history-tags-midway": (True, True),
+    "trees-first": (True, True),
+    "recency-dfs": (False, False),
+    "recency-unreleased": (False, True),
 }
-ORDER_NAMES = tuple(ORDER_INTRO)
+ORDER_NAMES = tuple(ORDER_WALKS)
 
 
 @main.command("repack", context_settings=CONTEXT)
@@ -161,7 +161,8 @@ def repack_cmd(
     # Git starts walking the history before the repack's heavy imports (snapshot.py says why).
     start = None
     try:
-        start = snapshot.take(repo, lock=output_dir is None and not dry_run, intro=ORDER_INTRO[order])
+        intro, unreleased = ORDER_WALKS[order]
+        start = snapshot.take(repo, lock=output_dir is None and not dry_run, intro=intro, unreleased=unreleased)
         from packorder.repacker import repack
     except BaseException:
         if start is not None:

@@ -504,31 +504,41 @@ OrderFn = Callable[[OrderInput], np.ndarray]
 @dataclass(frozen=True)
 class OrderSpec:
     fn: OrderFn
+    # What the order needs from history besides the walk: the commit introducing each object
+    # (`intro`, a walk in commit order) and which objects are unreleased (a second walk).
     needs_intro: bool
+    needs_unreleased: bool
     summary: str
+
+    @property
+    def needs_history(self) -> bool:
+        return self.needs_intro or self.needs_unreleased
 
 
 ORDERS: dict[str, OrderSpec] = {
     "recency": OrderSpec(
-        recency, False, "Git's intended order on real types: tag tips, commits, trees, delta families"
+        recency, False, False, "Git's intended order on real types: tag tips, commits, trees, delta families"
     ),
-    "git": OrderSpec(git, False, "what git pack-objects writes when it reuses deltas"),
-    "rev-list": OrderSpec(rev_list, False, "plain discovery order (Git before 2011)"),
-    "type": OrderSpec(by_type, False, "commits, tags, trees, blobs, each in discovery order"),
-    "interleaved": OrderSpec(interleaved, True, "recency, with each commit followed by the trees it introduces"),
-    "windowed": OrderSpec(windowed, True, "interleaved by windows of 16 commits"),
+    "git": OrderSpec(git, False, False, "what git pack-objects writes when it reuses deltas"),
+    "rev-list": OrderSpec(rev_list, False, False, "plain discovery order (Git before 2011)"),
+    "type": OrderSpec(by_type, False, False, "commits, tags, trees, blobs, each in discovery order"),
+    "interleaved": OrderSpec(interleaved, True, False, "recency, with each commit followed by the trees it introduces"),
+    "windowed": OrderSpec(windowed, True, False, "interleaved by windows of 16 commits"),
     "interleaved-recent": OrderSpec(
-        interleaved_recent_families, True, "interleaved, delta families ordered by their newest commit"
+        interleaved_recent_families, True, False, "interleaved, delta families ordered by their newest commit"
     ),
-    "windowed-256": OrderSpec(windowed_wide, True, "interleaved by windows of 256 commits"),
+    "windowed-256": OrderSpec(windowed_wide, True, False, "interleaved by windows of 256 commits"),
     "history": OrderSpec(
-        history, True, "tag tips alone, ~2 MiB windows of commits each followed by their trees, unreleased blobs first"
+        history,
+        True,
+        True,
+        "tag tips alone, ~2 MiB windows of commits each followed by their trees, unreleased blobs first",
     ),
-    "history-each-commit": OrderSpec(history_each_commit, True, "history, each commit followed by its own trees"),
-    "history-tags-midway": OrderSpec(history_tags_midway, True, "history, tag tips halfway through the commits"),
-    "trees-first": OrderSpec(trees_first, True, "history, each commit after the trees it introduces"),
-    "recency-dfs": OrderSpec(recency_depth_first, False, "recency, blob families depth first"),
+    "history-each-commit": OrderSpec(history_each_commit, True, True, "history, each commit followed by its own trees"),
+    "history-tags-midway": OrderSpec(history_tags_midway, True, True, "history, tag tips halfway through the commits"),
+    "trees-first": OrderSpec(trees_first, True, True, "history, each commit after the trees it introduces"),
+    "recency-dfs": OrderSpec(recency_depth_first, False, False, "recency, blob families depth first"),
     "recency-unreleased": OrderSpec(
-        recency_unreleased, True, "recency, blob families depth first, HEAD's unreleased families first"
+        recency_unreleased, False, True, "recency, blob families depth first, HEAD's unreleased families first"
     ),
 }

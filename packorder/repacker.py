@@ -190,8 +190,9 @@ def order_input(
     reused = choice.reused
     delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
     entry_kinds = np.where(reused, delta_kind, table.kinds).astype(np.uint8)
-    if history is None and ORDER_FUNCS[order].needs_intro:
-        history = object_history(repo, table)
+    spec = ORDER_FUNCS[order]
+    if history is None and spec.needs_history:
+        history = object_history(repo, table, intro=spec.needs_intro, unreleased=spec.needs_unreleased)
     if history is None:
         return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds)
     if sizes is None:
@@ -409,7 +410,8 @@ def repack(
     in_place = output_dir is None and not dry_run
     if start is None:
         _check_choices(order, verify)
-        start = snapshot_mod.take(repo_path, lock=in_place)
+        spec = ORDER_FUNCS[order]
+        start = snapshot_mod.take(repo_path, lock=in_place, intro=spec.needs_intro, unreleased=spec.needs_unreleased)
     elif start.locked != in_place:
         start.close()
         raise UsageError("the snapshot given to repack must be locked exactly when it repacks in place")
@@ -461,8 +463,11 @@ def repack(
         # (started with the snapshot when the caller knew the order), cut per pack below.
         t = time.perf_counter()
         history = None
-        if ORDER_FUNCS[opts.order].needs_intro:
-            history = object_history(repo, table, start.take_history_walks())
+        spec = ORDER_FUNCS[opts.order]
+        if spec.needs_history:
+            history = object_history(
+                repo, table, start.take_history_walks(), intro=spec.needs_intro, unreleased=spec.needs_unreleased
+            )
         seconds["order"] = time.perf_counter() - t
         if dry_run:
             t = time.perf_counter()

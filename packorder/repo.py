@@ -305,10 +305,19 @@ def object_history(
     repo: Repository,
     table: ObjectTable,
     walks: tuple[snapshot_mod.ObjectWalk | None, snapshot_mod.ObjectWalk | None] = (None, None),
+    intro: bool = True,
+    unreleased: bool = True,
 ) -> ObjectHistory:
     """introducing_commits and unreleased_objects of `table`, from `walks` (the snapshot's,
-    started early) or from walks started now."""
-    return ObjectHistory(introducing_commits(repo, table, walks[0]), unreleased_objects(repo, table, walks[1]))
+    started early) or from walks started now; what is not asked for is not walked (no
+    introducing commit, nothing unreleased)."""
+    for walk, wanted in zip(walks, (intro, unreleased), strict=True):
+        if walk is not None and not wanted:
+            walk.stop()
+    return ObjectHistory(
+        introducing_commits(repo, table, walks[0]) if intro else np.full(table.count, -1, dtype=np.int64),
+        unreleased_objects(repo, table, walks[1]) if unreleased else np.zeros(table.count, dtype=bool),
+    )
 
 
 def unreleased_objects(repo: Repository, table: ObjectTable, walk: snapshot_mod.ObjectWalk | None = None) -> np.ndarray:

@@ -207,9 +207,9 @@ def listed(path: str | os.PathLike[str] | None) -> Snapshot:
     return snap
 
 
-def take(path: str | os.PathLike[str] | None, lock: bool, intro: bool = False) -> Snapshot:
-    """Lock (if `lock`), list, then start the walk (with `intro`, in commit order, and the
-    walk of unreleased history beside it), in that order."""
+def take(path: str | os.PathLike[str] | None, lock: bool, intro: bool = False, unreleased: bool = False) -> Snapshot:
+    """Lock (if `lock`), list, then start the walk (with `intro`, in commit order) and, with
+    `unreleased`, the walk of unreleased history beside it, in that order."""
     snap = _open(path, lock)
     try:
         if lock:
@@ -220,6 +220,7 @@ def take(path: str | os.PathLike[str] | None, lock: bool, intro: bool = False) -
         snap.tags = TagTips(snap.git_dir)
         if intro:
             snap.intro_walk = snap.walk
+        if unreleased:
             snap.unreleased_walk = ObjectWalk(snap.git_dir, missing_ok=promisor, revs=UNRELEASED)
     except BaseException:
         snap.close()

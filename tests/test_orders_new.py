@@ -255,12 +255,26 @@ def test_trees_first_puts_each_commit_after_its_trees(objs: OrderInput) -> None:
         assert out[pos[c] - len(trees) : pos[c]].tolist() == trees.tolist()
 
 
-def test_new_orders_need_introducing_commits(objs: OrderInput) -> None:
-    for name in ["history", "history-tags-midway", "trees-first", "windowed-256"]:
-        assert order_mod.ORDERS[name].needs_intro
+@pytest.mark.parametrize("name", sorted(order_mod.ORDERS))
+def test_each_order_needs_exactly_the_history_it_declares(name: str, objs: OrderInput) -> None:
+    """The command line and the library walk history only for what an order declares (a walk
+    in commit order for `intro`, a second walk for `unreleased`): an order must give the same
+    layout without what it does not declare, and a different one (or refuse) without what it
+    does."""
+    spec = order_mod.ORDERS[name]
+    real = replace(objs, entry_kinds=objs.kinds)
+    full = written(name, real).tolist()
+    given = replace(
+        real,
+        intro=real.intro if spec.needs_intro else None,
+        unreleased=real.unreleased if spec.needs_unreleased else None,
+    )
+    assert written(name, given).tolist() == full
+    if spec.needs_intro:
         with pytest.raises(ValueError, match="introducing commit"):
-            order_mod.ORDERS[name].fn(OrderInput(objs.kinds, objs.tagged, objs.base))
-    assert not order_mod.ORDERS["recency-dfs"].needs_intro
+            spec.fn(replace(given, intro=None))
+    if spec.needs_unreleased:
+        assert written(name, replace(given, unreleased=None)).tolist() != full
 
 
 def reference_preorder(base: list[int]) -> list[int]:

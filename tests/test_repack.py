@@ -504,11 +504,11 @@ def test_an_interrupt_while_arguments_are_parsed_is_fatal_interrupted() -> None:
 
 
 def test_cli_offers_every_order() -> None:
-    from packorder.cli import ORDER_INTRO, ORDER_NAMES
+    from packorder.cli import ORDER_NAMES, ORDER_WALKS
     from packorder.order import ORDERS
 
     assert sorted(ORDER_NAMES) == sorted(ORDERS)
-    assert {name: spec.needs_intro for name, spec in ORDERS.items()} == ORDER_INTRO
+    assert {name: (spec.needs_intro, spec.needs_unreleased) for name, spec in ORDERS.items()} == ORDER_WALKS
 
 
 def test_one_walk_in_commit_order_gives_the_discovery_order_and_the_introducing_commits(tmp_path: Path) -> None:
@@ -548,19 +548,33 @@ def test_one_walk_in_commit_order_gives_the_discovery_order_and_the_introducing_
     assert np.array_equal(once, introducing_commits(opened, plain))
 
 
-def test_history_order_with_its_walk_started_early_writes_the_same_pack(work: Path, tmp_path: Path) -> None:
-    """The command line starts the commit-order walk with the first one; the library starts it
-    when ordering: same input, same pack."""
+@pytest.mark.parametrize("order", ["history", "recency-unreleased", "interleaved"])
+def test_history_orders_walk_once_and_write_the_pack_of_separate_walks(
+    work: Path, tmp_path: Path, order: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The library, like the command line, walks once (in commit order when the order needs
+    introducing commits) plus, when the order needs it, the walk of unreleased history; a
+    snapshot without those walks makes repack walk history separately: same pack."""
     from packorder import snapshot
+    from packorder.order import ORDERS
 
-    early = tmp_path / "early"
-    late = tmp_path / "late"
-    for d in (early, late):
-        d.mkdir()
-    start = snapshot.take(work, lock=False, intro=True)
-    assert start.intro_walk is not None and start.unreleased_walk is not None
-    a = packorder.repack(work, order="history", output_dir=early, start=start, verify="crc")
-    b = packorder.repack(work, order="history", output_dir=late, verify="crc")
+    walks: list[tuple[str, ...]] = []
+
+    class Counted(snapshot.ObjectWalk):
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            walks.append(tuple(self.proc.args[5:]))  # type: ignore[index]
+
+    monkeypatch.setattr(snapshot, "ObjectWalk", Counted)
+    one, separate = tmp_path / "one", tmp_path / "separate"
+    a = packorder.repack(work, order=order, output_dir=one, verify="crc")
+    spec = ORDERS[order]
+    assert len(walks) == 1 + spec.needs_unreleased
+    assert ("--in-commit-order" in walks[0]) == spec.needs_intro
+    walks.clear()
+    b = packorder.repack(work, order=order, output_dir=separate, start=snapshot.take(work, lock=False), verify="crc")
+    assert len(walks) == 1 + spec.needs_intro + spec.needs_unreleased
+    assert "--in-commit-order" not in walks[0]
     assert [p.name for p in a.packs] == [p.name for p in b.packs]
     for pa, pb in zip(a.packs, b.packs, strict=True):
         assert pa.read_bytes() == pb.read_bytes()

@@ -116,8 +116,9 @@ def plan(
             sizes[row] = _native.loose_header(str(repository.loose.paths[int(table.pos[row])]))[1]
     by_id = np.argsort(keys(table.oids), kind="stable")
     # The orders placing objects by where they sit in history share one pair of walks.
-    needs_intro = any(o in ORDERS and ORDERS[o].needs_intro for o in orders)
-    history = object_history(repository, table) if needs_intro else None
+    specs = [ORDERS[o] for o in orders if o in ORDERS]
+    intro, unreleased = any(s.needs_intro for s in specs), any(s.needs_unreleased for s in specs)
+    history = object_history(repository, table, intro=intro, unreleased=unreleased) if intro or unreleased else None
     out = []
     for done, order in enumerate(orders):
         start = time.perf_counter()
