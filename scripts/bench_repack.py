@@ -22,9 +22,18 @@ make). `--git-pack-objects` runs, as the Git side, the `git pack-objects` comman
 `git repack -ad(f)` runs in a normal repository (paths included; `--missing=allow-any` for
 the objects a partial clone lacks), which compares the delta searches themselves.
 
+`--libgit2` adds, in the fresh mode, libgit2's pack builder (the libgit2 pygit2 ships, called
+directly): every ref and HEAD walked (`git_packbuilder_insert_walk`), annotated tags added,
+one pack written with new deltas (libgit2 reuses none; its window and depth are fixed at 10
+and 50, the defaults here). It writes the pack and its index, nothing more: no verification,
+no old pack removed.
+
+`--dulwich` adds, in the reuse mode, dulwich's `porcelain.gc(prune=False)`: it reads every
+object into memory and writes them into one pack in place of the old ones.
+
     scripts/bench_repack.py REPO [--runs 5] [--modes reuse,fresh] [--window 10] [--depth 50]
                            [--threads N] [--drop-promisor] [--git-pack-objects] [--git git]
-                           [--json FILE]
+                           [--libgit2] [--dulwich] [--json FILE]
 """
 
 from __future__ import annotations
@@ -81,9 +90,12 @@ def git_dir_of(repo: Path) -> Path:
 TMP_PACK = ".tmp-bench-pack"
 
 
-def pack_totals(repo: Path, prefix: str = "pack-") -> tuple[int, int]:
+LIBGIT2_OUT = "libgit2-pack"
+
+
+def pack_totals(repo: Path, prefix: str = "pack-", pack_dir: Path | None = None) -> tuple[int, int]:
     """(bytes of the .pack files whose names start with `prefix`, objects in their .idx)."""
-    pack_dir = git_dir_of(repo) / "objects" / "pack"
+    pack_dir = pack_dir or git_dir_of(repo) / "objects" / "pack"
     size = sum(p.stat().st_size for p in pack_dir.glob(f"{prefix}*.pack"))
     objects = 0
     for idx in pack_dir.glob(f"{prefix}*.idx"):
@@ -126,8 +138,55 @@ def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, int]:
     return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
 
+def libgit2_pack(repo: str, out_dir: str, threads: int) -> None:
+    """Write one pack of everything reachable with libgit2's pack builder, into `out_dir`."""
+    import ctypes
+    import glob
+
+    import pygit2  # loads and initializes libgit2
+
+    found = glob.glob(os.path.join(os.path.dirname(pygit2.__file__), "..", "pygit2.libs", "libgit2-*.so*"))
+    if not found:
+        raise SystemExit("no libgit2 library beside pygit2")
+    lib = ctypes.CDLL(found[0])
+
+    def check(rc: int, what: str) -> None:
+        if rc != 0:
+            raise SystemExit(f"libgit2 {what} failed ({rc})")
+
+    handle, pb, walk = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+    check(lib.git_repository_open(ctypes.byref(handle), repo.encode()), "git_repository_open")
+    check(lib.git_packbuilder_new(ctypes.byref(pb), handle), "git_packbuilder_new")
+    lib.git_packbuilder_set_threads(pb, threads)
+    check(lib.git_revwalk_new(ctypes.byref(walk), handle), "git_revwalk_new")
+    check(lib.git_revwalk_push_glob(walk, b"refs/*"), "git_revwalk_push_glob")
+    lib.git_revwalk_push_head(walk)  # an unborn HEAD adds nothing
+    # The walk takes commits and their trees; tag objects, and refs naming a tree or a blob, by name.
+    opened = pygit2.Repository(repo)
+    for name in opened.references:
+        ref = opened.references[name]
+        if ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
+            continue
+        if opened[ref.target].type != pygit2.enums.ObjectType.COMMIT:
+            check(lib.git_packbuilder_insert_recur(pb, ctypes.c_char_p(ref.target.raw), None), "insert_recur")
+    check(lib.git_packbuilder_insert_walk(pb, walk), "git_packbuilder_insert_walk")
+    check(lib.git_packbuilder_write(pb, out_dir.encode(), 0, None, None), "git_packbuilder_write")
+
+
+def dulwich_gc(repo: str) -> None:
+    from dulwich import porcelain
+
+    porcelain.gc(repo, prune=False)
+
+
 def commands(args: argparse.Namespace, copy: Path, variant: str, mode: str) -> list[str]:
     fresh = mode == "fresh"
+    if variant == "dulwich":
+        return [sys.executable, str(Path(__file__).resolve()), "--run-dulwich", str(copy)]
+    if variant == "libgit2":
+        out = copy / LIBGIT2_OUT
+        out.mkdir()
+        return [sys.executable, str(Path(__file__).resolve()), "--run-libgit2", str(copy), str(out), str(args.threads)]
     window, depth, threads = f"--window={args.window}", f"--depth={args.depth}", f"--threads={args.threads}"
     if variant == "git" and args.git_pack_objects:
         out = git_dir_of(copy) / "objects" / "pack" / TMP_PACK
@@ -165,13 +224,22 @@ def bench(args: argparse.Namespace) -> dict:
         f"alternating; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     variants = [Variant(v, m) for m in args.modes for v in ("git", "packorder crc", "packorder full")]
+    if args.libgit2 and "fresh" in args.modes:
+        variants.append(Variant("libgit2", "fresh"))
+    if args.dulwich and "reuse" in args.modes:
+        variants.append(Variant("dulwich", "reuse"))
     with tempfile.TemporaryDirectory(prefix="bench-repack-", dir=args.tmp) as tmp:
         for i in range(args.runs):
             for v in variants:
                 copy = Path(tmp) / "repo"
                 prepare_copy(repo, copy, args.git, args.drop_promisor)
                 seconds, cpu, rss = timed(commands(args, copy, v.name, v.mode))
-                size, objects = pack_totals(copy, TMP_PACK if v.name == "git" and args.git_pack_objects else "pack-")
+                prefix = TMP_PACK if v.name == "git" and args.git_pack_objects else "pack-"
+                size, objects = pack_totals(copy, prefix, copy / LIBGIT2_OUT if v.name == "libgit2" else None)
+                if i == 0 and v.name == "libgit2":
+                    # Its pack must hold what the repository holds: index it as Git would.
+                    (pack,) = (copy / LIBGIT2_OUT).glob("*.pack")
+                    subprocess.run([args.git, "index-pack", "-o", str(copy / "check.idx"), str(pack)], check=True)
                 if i == 0 and args.fsck:
                     subprocess.run([args.git, "-C", str(copy), "fsck", "--full", "--no-dangling"], check=True)
                 v.runs.append(Run(seconds, cpu, rss, size, objects))
@@ -215,6 +283,12 @@ def bench(args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--run-libgit2":
+        libgit2_pack(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--run-dulwich":
+        dulwich_gc(sys.argv[2])
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("repo", type=Path)
     ap.add_argument("--runs", type=int, default=5)
@@ -232,6 +306,8 @@ def main() -> None:
         action="store_true",
         help="both sides write a reachability bitmap (what a bare repository gets by default)",
     )
+    ap.add_argument("--libgit2", action="store_true", help="fresh mode: also libgit2's pack builder (needs pygit2)")
+    ap.add_argument("--dulwich", action="store_true", help="reuse mode: also dulwich's gc (needs dulwich)")
     ap.add_argument("--git", default="git", help="git binary (default: git on PATH)")
     ap.add_argument("--tmp", default=None, help="directory for the copies (default: the system's)")
     ap.add_argument("--json", type=Path, help="also write the raw runs here")
