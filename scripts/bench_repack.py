@@ -28,12 +28,17 @@ one pack written with new deltas (libgit2 reuses none; its window and depth are 
 and 50, the defaults here). It writes the pack and its index, nothing more: no verification,
 no old pack removed.
 
+`--gix PATH` adds, in the reuse mode, gitoxide's `gix free pack create -e tree-traversal`
+from every ref's commit (tags peeled; the tips listed before timing): one pack of the
+commits, trees and blobs they reach, stored deltas reused, no tag objects, no index, no
+verification, nothing removed.
+
 `--dulwich` adds, in the reuse mode, dulwich's `porcelain.gc(prune=False)`: it reads every
 object into memory and writes them into one pack in place of the old ones.
 
     scripts/bench_repack.py REPO [--runs 5] [--modes reuse,fresh] [--window 10] [--depth 50]
                            [--threads N] [--drop-promisor] [--git-pack-objects] [--git git]
-                           [--libgit2] [--dulwich] [--json FILE]
+                           [--libgit2] [--gix PATH] [--dulwich] [--json FILE]
 """
 
 from __future__ import annotations
@@ -91,18 +96,17 @@ TMP_PACK = ".tmp-bench-pack"
 
 
 LIBGIT2_OUT = "libgit2-pack"
+GIX_OUT = "gix-pack"
 
 
 def pack_totals(repo: Path, prefix: str = "pack-", pack_dir: Path | None = None) -> tuple[int, int]:
-    """(bytes of the .pack files whose names start with `prefix`, objects in their .idx)."""
+    """(bytes of the .pack files whose names start with `prefix`, objects their headers count)."""
     pack_dir = pack_dir or git_dir_of(repo) / "objects" / "pack"
-    size = sum(p.stat().st_size for p in pack_dir.glob(f"{prefix}*.pack"))
-    objects = 0
-    for idx in pack_dir.glob(f"{prefix}*.idx"):
-        with open(idx, "rb") as f:
-            head = f.read(8 + 256 * 4)
-        last = head[-4:] if head[:4] == b"\xfftOc" else head[1020:1024]  # fanout[255], idx v2 or v1
-        objects += int.from_bytes(last, "big")
+    size = objects = 0
+    for pack in pack_dir.glob(f"{prefix}*.pack"):
+        size += pack.stat().st_size
+        with open(pack, "rb") as f:
+            objects += int.from_bytes(f.read(12)[8:12], "big")
     return size, objects
 
 
@@ -181,6 +185,17 @@ def dulwich_gc(repo: str) -> None:
 
 def commands(args: argparse.Namespace, copy: Path, variant: str, mode: str) -> list[str]:
     fresh = mode == "fresh"
+    if variant == "gix":
+        out = copy / GIX_OUT
+        out.mkdir()
+        listed = subprocess.run(
+            [args.git, "--git-dir", str(git_dir_of(copy)), "for-each-ref", "--format=%(objectname) %(*objectname)"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+        tips = sorted({line.split()[-1] for line in listed if line.strip()})
+        return [args.gix, "free", "pack", "create", "-r", str(copy), "-e", "tree-traversal", "-o", str(out), *tips]
     if variant == "dulwich":
         return [sys.executable, str(Path(__file__).resolve()), "--run-dulwich", str(copy)]
     if variant == "libgit2":
@@ -226,6 +241,8 @@ def bench(args: argparse.Namespace) -> dict:
     variants = [Variant(v, m) for m in args.modes for v in ("git", "packorder crc", "packorder full")]
     if args.libgit2 and "fresh" in args.modes:
         variants.append(Variant("libgit2", "fresh"))
+    if args.gix and "reuse" in args.modes:
+        variants.append(Variant("gix", "reuse"))
     if args.dulwich and "reuse" in args.modes:
         variants.append(Variant("dulwich", "reuse"))
     with tempfile.TemporaryDirectory(prefix="bench-repack-", dir=args.tmp) as tmp:
@@ -235,11 +252,16 @@ def bench(args: argparse.Namespace) -> dict:
                 prepare_copy(repo, copy, args.git, args.drop_promisor)
                 seconds, cpu, rss = timed(commands(args, copy, v.name, v.mode))
                 prefix = TMP_PACK if v.name == "git" and args.git_pack_objects else "pack-"
-                size, objects = pack_totals(copy, prefix, copy / LIBGIT2_OUT if v.name == "libgit2" else None)
+                out_dir = {"libgit2": copy / LIBGIT2_OUT, "gix": copy / GIX_OUT}.get(v.name)
+                size, objects = pack_totals(copy, "" if v.name == "gix" else prefix, out_dir)
                 if i == 0 and v.name == "libgit2":
                     # Its pack must hold what the repository holds: index it as Git would.
                     (pack,) = (copy / LIBGIT2_OUT).glob("*.pack")
-                    subprocess.run([args.git, "index-pack", "-o", str(copy / "check.idx"), str(pack)], check=True)
+                    subprocess.run(
+                        [args.git, "index-pack", "-o", str(copy / "check.idx"), str(pack)],
+                        check=True,
+                        stdout=subprocess.DEVNULL,
+                    )
                 if i == 0 and args.fsck:
                     subprocess.run([args.git, "-C", str(copy), "fsck", "--full", "--no-dangling"], check=True)
                 v.runs.append(Run(seconds, cpu, rss, size, objects))
@@ -307,6 +329,7 @@ def main() -> None:
         help="both sides write a reachability bitmap (what a bare repository gets by default)",
     )
     ap.add_argument("--libgit2", action="store_true", help="fresh mode: also libgit2's pack builder (needs pygit2)")
+    ap.add_argument("--gix", metavar="PATH", help="reuse mode: also gitoxide's `gix free pack create`")
     ap.add_argument("--dulwich", action="store_true", help="reuse mode: also dulwich's gc (needs dulwich)")
     ap.add_argument("--git", default="git", help="git binary (default: git on PATH)")
     ap.add_argument("--tmp", default=None, help="directory for the copies (default: the system's)")
