@@ -21,14 +21,14 @@ import numpy as np
 
 from packorder import bitmap as bitmap_mod
 from packorder import deltas as deltas_mod
-from packorder import gitcmd
 from packorder import install as install_mod
-from packorder import order as order_mod
 from packorder import snapshot as snapshot_mod
 from packorder import writer as writer_mod
 from packorder.errors import UsageError
 from packorder.indexer import peak_rss, physical_memory
+from packorder.layout import write_order
 from packorder.progress import ProgressCallback
+from packorder.repack_options import ORDER_FUNCS, RepackOptions, check_choices, read_options
 from packorder.repo import (
     LOOSE,
     ObjectHistory,
@@ -38,9 +38,6 @@ from packorder.repo import (
     object_history,
     open_repository,
 )
-
-ORDER_FUNCS = order_mod.ORDERS
-DEFAULT_PRUNE_GRACE = 14 * 24 * 3600
 
 
 @dataclass
@@ -70,70 +67,6 @@ class RepackResult:
     bitmap_kind: str = ""  # "pack" (the pack's own .bitmap) or "multi-pack-index"
     bitmaps: int = 0  # commits given a bitmap in the pack's own .bitmap
     bitmap_note: str = ""  # why the pack could not have its own bitmap (a multi-pack one was written)
-
-
-@dataclass
-class _Options:
-    order: str
-    no_reuse_delta: bool
-    window: int
-    depth: int
-    threads: int
-    ref_delta: bool
-    level: int
-    write_bitmap: bool
-    verify: str
-    prune_grace: int
-    repick_backward: bool = False
-
-
-def _check_choices(order: str, verify: str) -> None:
-    if order not in ORDER_FUNCS:
-        raise UsageError(f"unknown order '{order}' (choose from {', '.join(ORDER_FUNCS)})")
-    if verify not in writer_mod.VERIFY_MODES:
-        raise UsageError(f"unknown verification '{verify}' (choose from {', '.join(writer_mod.VERIFY_MODES)})")
-
-
-def _options(
-    repo: Repository,
-    order: str,
-    no_reuse_delta: bool,
-    window: int | None,
-    depth: int | None,
-    threads: int | None,
-    ref_delta: bool,
-    write_bitmap: bool | None,
-    verify: str,
-) -> _Options:
-    _check_choices(order, verify)
-    cfg = repo.config
-    window = cfg.get_int("pack.window", 10) if window is None else window
-    depth = cfg.get_int("pack.depth", 50) if depth is None else depth
-    if window < 0 or depth < 0:
-        raise UsageError("--window and --depth take non-negative numbers")
-    if depth > 4095:
-        depth = 4095  # Git's limit
-    threads = threads or cfg.get_int("pack.threads", 0) or os.cpu_count() or 1
-    level = cfg.get_int("pack.compression", cfg.get_int("core.compression", -1))
-    level = 6 if level < 0 else min(level, 9)
-    if not ref_delta and not cfg.get_bool("repack.useDeltaBaseOffset", True):
-        ref_delta = True
-    if write_bitmap is None:
-        configured = cfg.get("repack.writeBitmaps")
-        if configured is not None:
-            write_bitmap = gitcmd.parse_bool(configured)
-        else:
-            write_bitmap = repo.bare and not repo.has_promisor_packs and not any(p.keep for p in repo.packs)
-    expire = cfg.get("gc.pruneExpire")
-    grace = DEFAULT_PRUNE_GRACE
-    if expire is not None:
-        if expire.strip() == "now":
-            grace = 0
-        elif expire.strip() == "never":
-            grace = -1
-        elif expire.strip().isdigit():
-            grace = int(expire)
-    return _Options(order, no_reuse_delta, window, depth, threads, ref_delta, level, write_bitmap, verify, grace)
 
 
 def _source_mtime(repo: Repository, table: ObjectTable, row: int) -> float:
@@ -173,63 +106,8 @@ def _subset(table: ObjectTable, rows: np.ndarray) -> ObjectTable:
     )
 
 
-def order_input(
-    repo: Repository,
-    table: ObjectTable,
-    choice: deltas_mod.DeltaChoice,
-    order: str,
-    ref_delta: bool = False,
-    history: ObjectHistory | None = None,
-    sizes: np.ndarray | None = None,
-) -> order_mod.OrderInput:
-    """The arrays the write orders work on. `history` (object_history of `table`) and `sizes`
-    (entry_sizes of `table`): when the caller has them already."""
-    # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA (so in its order such
-    # trees and commits skip their phases and join the delta families); new deltas keep
-    # their real type.
-    reused = choice.reused
-    delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
-    entry_kinds = np.where(reused, delta_kind, table.kinds).astype(np.uint8)
-    spec = ORDER_FUNCS[order]
-    if history is None and spec.needs_history:
-        history = object_history(repo, table, intro=spec.needs_intro, unreleased=spec.needs_unreleased)
-    if history is None:
-        return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds)
-    if sizes is None:
-        sizes = entry_sizes(repo, table)
-    return order_mod.OrderInput(
-        table.kinds, table.tagged, choice.base, entry_kinds, history.intro, history.unreleased, sizes
-    )
-
-
-def entry_sizes(repo: Repository, table: ObjectTable) -> np.ndarray:
-    """Each object's entry bytes where it is now: its packed entry, or its loose file (about
-    what it takes compressed)."""
-    sizes = np.zeros(table.count, dtype=np.int64)
-    for i, pack in enumerate(repo.packs):
-        rows = np.flatnonzero(table.source == i)
-        if len(rows):
-            sizes[rows] = pack.layout.packed_sizes[table.pos[rows]]
-    for row in np.flatnonzero(table.source == LOOSE):
-        sizes[row] = repo.loose.paths[int(table.pos[row])].stat().st_size
-    return sizes
-
-
-def _order(
-    repo: Repository,
-    opts: _Options,
-    table: ObjectTable,
-    choice: deltas_mod.DeltaChoice,
-    history: ObjectHistory | None = None,
-    sizes: np.ndarray | None = None,
-) -> np.ndarray:
-    objs = order_input(repo, table, choice, opts.order, opts.ref_delta, history, sizes)
-    raw = ORDER_FUNCS[opts.order].fn(objs)
-    return order_mod.bases_first(raw, choice.base)
-
-
 def _search(
-    repo: Repository, table: ObjectTable, opts: _Options, progress: ProgressCallback | None
+    repo: Repository, table: ObjectTable, opts: RepackOptions, progress: ProgressCallback | None
 ) -> deltas_mod.SearchResult:
     return deltas_mod.search(
         repo,
@@ -247,7 +125,7 @@ def _search(
 
 
 def _choose_deltas(
-    repo: Repository, table: ObjectTable, opts: _Options, progress: ProgressCallback | None = None
+    repo: Repository, table: ObjectTable, opts: RepackOptions, progress: ProgressCallback | None = None
 ) -> tuple[deltas_mod.DeltaChoice, dict[int, bytes]]:
     """Reused deltas (unless -f) and new ones searched with --window (as `git repack -ad`
     and `-adf` do), with each new delta's data by table index. Promisor objects go to a pack
@@ -295,7 +173,7 @@ def _write_group(
     repo: Repository,
     table: ObjectTable,
     choice: deltas_mod.DeltaChoice,
-    opts: _Options,
+    opts: RepackOptions,
     out_dir: Path,
     seconds: dict[str, float],
     progress: ProgressCallback | None,
@@ -306,7 +184,7 @@ def _write_group(
     """Write, verify and index one pack; with `bitmap_heads` (the branch heads), also compute
     its reachability bitmap."""
     t = time.perf_counter()
-    order = _order(repo, opts, table, choice, history)
+    order = write_order(repo, table, choice, opts.order, opts.ref_delta, history)
     plan = writer_mod.make_plan(repo, table, choice, order, new_deltas)
     seconds["order"] = seconds.get("order", 0.0) + time.perf_counter() - t
     fd, tmp = tempfile.mkstemp(prefix=install_mod.TMP_PACK_PREFIX, suffix=".pack", dir=out_dir)
@@ -409,7 +287,7 @@ def repack(
     seconds: dict[str, float] = {}
     in_place = output_dir is None and not dry_run
     if start is None:
-        _check_choices(order, verify)
+        check_choices(order, verify)
         spec = ORDER_FUNCS[order]
         start = snapshot_mod.take(repo_path, lock=in_place, intro=spec.needs_intro, unreleased=spec.needs_unreleased)
     elif start.locked != in_place:
@@ -417,7 +295,7 @@ def repack(
         raise UsageError("the snapshot given to repack must be locked exactly when it repacks in place")
     with start:
         repo = open_repository(snapshot=start)
-        opts = _options(repo, order, no_reuse_delta, window, depth, threads, ref_delta, write_bitmap, verify)
+        opts = read_options(repo, order, no_reuse_delta, window, depth, threads, ref_delta, write_bitmap, verify)
         opts.repick_backward = repick_backward_deltas
         out_dir = Path(output_dir) if output_dir is not None else repo.pack_dir
         if output_dir is not None:
@@ -471,7 +349,7 @@ def repack(
         seconds["order"] = time.perf_counter() - t
         if dry_run:
             t = time.perf_counter()
-            _order(repo, opts, table, choice, history)
+            write_order(repo, table, choice, opts.order, opts.ref_delta, history)
             seconds["order"] += time.perf_counter() - t
         else:
             installed = []
@@ -514,49 +392,3 @@ def repack(
     result.seconds = seconds
     result.peak_rss_bytes = peak_rss()
     return result
-
-
-@dataclass
-class PlannedLayout:
-    """Where each object would be in a pack written in a given order, without writing it:
-    entries keep the packed size they have in their source (a copied entry is the same bytes,
-    give or take a delta header's distance field), a loose object its file's size."""
-
-    order: str
-    oids: np.ndarray  # (n, 20) uint8, in write order
-    offsets: np.ndarray  # uint64, simulated pack offsets (the first entry at 12)
-    packed_sizes: np.ndarray  # int64
-    base: np.ndarray  # int64: write position of the delta base, -1
-
-
-def plan_layout(
-    repo_path: str | os.PathLike[str] | None = None,
-    *,
-    order: str = "recency",
-    depth: int | None = None,
-    repo: Repository | None = None,
-    table: ObjectTable | None = None,
-    history: ObjectHistory | None = None,
-) -> PlannedLayout:
-    """The layout `repack --order ORDER` would write, reusing stored deltas (no new search),
-    for simulating workloads under that order. Pass `repo` and `table` to plan several orders
-    from one enumeration, and `history` (object_history of `table`) to walk history once for
-    all of them."""
-    if repo is None:
-        repo = open_repository(repo_path)
-    opts = _options(repo, order, False, 0, depth, None, False, False, "crc")
-    if table is None:
-        table = enumerate_objects(repo)
-    choice = deltas_mod.reuse(repo, table, opts.depth)
-    sizes = entry_sizes(repo, table)
-    write_order = _order(repo, opts, table, choice, history, sizes)
-    packed = sizes[write_order]
-    offsets = np.empty(len(packed), dtype=np.uint64)
-    if len(packed):
-        offsets[0] = 12
-        offsets[1:] = 12 + np.cumsum(packed[:-1])
-    position = np.empty(table.count, dtype=np.int64)
-    position[write_order] = np.arange(table.count)
-    base = choice.base[write_order]
-    base = np.where(base >= 0, position[np.maximum(base, 0)], -1)
-    return PlannedLayout(order, table.oids[write_order], offsets, packed, base)

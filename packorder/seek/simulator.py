@@ -1,7 +1,7 @@
 """The simulator: how would a recorded workload seek if the repository were packed in another
 order? Judged in seconds, without writing a pack.
 
-`repacker.plan_layout` says where each object would be under an order, reusing the stored
+`layout.plan_layout` says where each object would be under an order, reusing the stored
 deltas (each entry keeps its packed size). On that planned pack:
 
 - Git-traced workloads (log, log-path, blame, pack-recent, custom) ask for the same objects in
@@ -40,7 +40,7 @@ from packorder.seek.trace import READS, REQUESTS, Trace
 from packorder.seek.workloads import WorkloadSpec
 
 if TYPE_CHECKING:
-    from packorder.repacker import PlannedLayout
+    from packorder.layout import PlannedLayout
 
 PACK_HEADER = 12  # "PACK", version, count
 
@@ -96,7 +96,7 @@ def plan(
 ) -> list[PlannedPack]:
     """Enumerate the repository once and plan the pack each order would write."""
     from packorder.order import ORDERS
-    from packorder.repacker import plan_layout
+    from packorder.layout import plan_layout
     from packorder.repo import LOOSE, enumerate_objects, keys, lookup, object_history, open_repository
 
     orders = check_orders(orders)
