@@ -169,7 +169,7 @@ def search_order(table: ObjectTable, sizes: np.ndarray, rows: np.ndarray) -> np.
 
 def reused_heights(base: np.ndarray) -> np.ndarray:
     """For each object, the longest chain of deltas hanging below it (0 for none)."""
-    from packorder.order import delta_roots
+    from packorder.families import delta_roots
 
     height = np.zeros(len(base), dtype=np.int64)
     has = base >= 0

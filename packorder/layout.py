@@ -10,6 +10,7 @@ import numpy as np
 
 from packorder import deltas as deltas_mod
 from packorder import order as order_mod
+from packorder.families import bases_first
 from packorder.repack_options import ORDER_FUNCS, read_options
 from packorder.repo import (
     LOOSE,
@@ -76,7 +77,7 @@ def write_order(
     """The table's rows in the order `order` writes them, each delta's base first."""
     objs = order_input(repo, table, choice, order, ref_delta, history, sizes)
     raw = ORDER_FUNCS[order].fn(objs)
-    return order_mod.bases_first(raw, choice.base)
+    return bases_first(raw, choice.base)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from packorder import _native
+from packorder.families import Writer, children_lists, delta_roots, depth_first_positions
 
 COMMIT, TREE, BLOB, TAG = 1, 2, 3, 4
 OFS_DELTA, REF_DELTA = 6, 7
@@ -44,70 +44,10 @@ class OrderInput:
         return len(self.kinds)
 
 
-def children_lists(base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """CSR lists of delta children, siblings in discovery order: the children of i are
-    `child[start[i]:start[i + 1]]`."""
-    n = len(base)
-    has = base >= 0
-    kids = np.flatnonzero(has)
-    parents = base[kids]
-    order = np.argsort(parents, kind="stable")
-    child = kids[order]
-    counts = np.bincount(parents, minlength=n) if len(parents) else np.zeros(n, dtype=np.int64)
-    start = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=start[1:])
-    return start, child
-
-
-def delta_roots(base: np.ndarray) -> np.ndarray:
-    """The root of each object's delta chain (itself for whole objects)."""
-    root = np.arange(len(base), dtype=np.int64)
-    cur = base.copy()
-    active = cur >= 0
-    steps = 0
-    while active.any():
-        root[active] = cur[active]
-        cur[active] = base[cur[active]]
-        active = cur >= 0
-        steps += 1
-        if steps > len(base):
-            raise ValueError("delta cycle")
-    return root
-
-
-class _Writer:
-    """Git's add_to_write_order: each object once, in the order first asked for."""
-
-    def __init__(self, n: int) -> None:
-        self.parts: list[np.ndarray] = []
-        self.filled = np.zeros(n, dtype=bool)
-
-    def add(self, items: np.ndarray) -> None:
-        """Add `items` (distinct indexes), skipping those already written."""
-        items = items[~self.filled[items]]
-        self.filled[items] = True
-        self.parts.append(items.astype(np.int64))
-
-    def add_families(self, roots: np.ndarray, start: np.ndarray, child: np.ndarray) -> None:
-        """Each root, then each sibling group whole, depth first (Git's
-        add_descendants_to_write_order); the traversal itself runs natively."""
-        added, filled = _native.add_families(
-            roots.astype(np.int64).tobytes(),
-            start.astype(np.int64).tobytes(),
-            child.astype(np.int64).tobytes(),
-            self.filled.view(np.uint8).tobytes(),
-        )
-        self.filled = np.frombuffer(filled, dtype=np.uint8).astype(bool)
-        self.parts.append(np.frombuffer(added, dtype=np.int64))
-
-    def result(self) -> np.ndarray:
-        return np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.int64)
-
-
 def git_write_order(kinds: np.ndarray, tagged: np.ndarray, base: np.ndarray) -> np.ndarray:
     """Git's compute_write_order (one layer, no delta islands), over the types given."""
     n = len(kinds)
-    w = _Writer(n)
+    w = Writer(n)
     if n == 0:
         return w.result()
     rest = _tag_tips_commits_trees(w, kinds, tagged)
@@ -125,7 +65,7 @@ def git_write_order(kinds: np.ndarray, tagged: np.ndarray, base: np.ndarray) -> 
     return out
 
 
-def _tag_tips_commits_trees(w: _Writer, kinds: np.ndarray, tagged: np.ndarray) -> np.ndarray:
+def _tag_tips_commits_trees(w: Writer, kinds: np.ndarray, tagged: np.ndarray) -> np.ndarray:
     """The first phases of Git's write order: objects in discovery order up to the first tag
     tip, all the tag tips together, the remaining commits and tags, then all trees. Returns
     the objects from the first tag tip on (what later phases choose from)."""
@@ -193,12 +133,12 @@ def _with_trees(commits: np.ndarray, start: np.ndarray, trees: np.ndarray, keep_
     return out if keep_commits else out[tail]
 
 
-def _interleaved_phases(objs: OrderInput, window: int) -> _Writer:
+def _interleaved_phases(objs: OrderInput, window: int) -> Writer:
     """Recency's phases with each commit's new trees written after it, or after each window of
     `window` commits (1: right after the commit)."""
     kinds, n = objs.kinds, objs.count
     start, trees = _introduced_trees(objs)
-    w = _Writer(n)
+    w = Writer(n)
 
     def commits_with_trees(items: np.ndarray) -> None:
         commits = items[kinds[items] == COMMIT]
@@ -222,7 +162,7 @@ def _interleaved_phases(objs: OrderInput, window: int) -> _Writer:
     return w
 
 
-def _families(w: _Writer, objs: OrderInput, rest: np.ndarray) -> None:
+def _families(w: Writer, objs: OrderInput, rest: np.ndarray) -> None:
     start, child = children_lists(objs.base)
     waiting = rest[~w.filled[rest]]
     roots = delta_roots(objs.base)[waiting]
@@ -264,46 +204,7 @@ def interleaved_recent_families(objs: OrderInput) -> np.ndarray:
     return w.result()
 
 
-def chain_depths(base: np.ndarray) -> np.ndarray:
-    """The number of delta links from each object down to its chain root (0 for a root)."""
-    depth = np.zeros(len(base), dtype=np.int64)
-    cur = base.copy()
-    active = np.flatnonzero(cur >= 0)
-    while len(active):
-        depth[active] += 1
-        cur[active] = base[cur[active]]
-        active = active[cur[active] >= 0]
-        if len(active) and depth[active[0]] > len(base):
-            raise ValueError("delta cycle")
-    return depth
-
-
-def depth_first_positions(base: np.ndarray) -> np.ndarray:
-    """Each object's place in a depth-first preorder walk of its delta family (the root 0, each
-    child right after its parent's earlier children's whole subtrees, children in discovery
-    order). Computed a chain level at a time, so the cost grows with the chain depth, not
-    with the number of objects handled in Python."""
-    n = len(base)
-    depth = chain_depths(base)
-    by_level = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
-    size = np.ones(n, dtype=np.int64)  # objects in each subtree
-    for d in range(len(bounds) - 2, 0, -1):
-        level = by_level[bounds[d] : bounds[d + 1]]
-        np.add.at(size, base[level], size[level])
-    start, child = children_lists(base)
-    before = np.cumsum(size[child]) - size[child]  # subtree sizes of earlier children, all parents
-    group = np.repeat(np.arange(n), np.diff(start))  # the parent of each entry of `child`
-    offset = np.zeros(n, dtype=np.int64)
-    offset[child] = before - before[start[group]]
-    position = np.zeros(n, dtype=np.int64)
-    for d in range(1, len(bounds) - 1):
-        level = by_level[bounds[d] : bounds[d + 1]]
-        position[level] = position[base[level]] + 1 + offset[level]
-    return position
-
-
-def _depth_first_families(w: _Writer, objs: OrderInput, rest: np.ndarray) -> None:
+def _depth_first_families(w: Writer, objs: OrderInput, rest: np.ndarray) -> None:
     """Like `_families` (families in the order of their first member not yet written), but each
     family written depth first: a delta's own deltas right after it. `git index-pack` resolves
     a family in that order (children in pack order, each child's subtree before the next), so
@@ -349,7 +250,7 @@ def _windowed(items: np.ndarray, start: np.ndarray, trees: np.ndarray, objs: Ord
     return out[np.lexsort((is_tree, which))]
 
 
-def _history_phases(objs: OrderInput, tags_midway: bool = False, window: int | None = None) -> _Writer:
+def _history_phases(objs: OrderInput, tags_midway: bool = False, window: int | None = None) -> Writer:
     """Commits in walk order in windows of `window` bytes (default HISTORY_WINDOW_BYTES; 0:
     each commit alone), each window followed by the trees its commits introduce; tag tips
     (only the tips themselves) together where Git puts them (or halfway through the commits);
@@ -358,7 +259,7 @@ def _history_phases(objs: OrderInput, tags_midway: bool = False, window: int | N
     kinds, n = objs.kinds, objs.count
     window = HISTORY_WINDOW_BYTES if window is None else window
     start, trees = _introduced_trees(objs)
-    w = _Writer(n)
+    w = Writer(n)
     tagged_at = np.flatnonzero(objs.tagged)
     commits = np.flatnonzero(kinds == COMMIT)
     if tags_midway:
@@ -413,12 +314,12 @@ def history_tags_midway(objs: OrderInput) -> np.ndarray:
     return w.result()
 
 
-def _recency_regions(objs: OrderInput) -> tuple[_Writer, np.ndarray]:
+def _recency_regions(objs: OrderInput) -> tuple[Writer, np.ndarray]:
     """Recency's tag tips, commits and trees written, on real types; and what remains to
     choose the blob region from."""
     if np.isin(objs.kinds, (OFS_DELTA, REF_DELTA)).any():
         raise ValueError("recency order takes real object types")
-    w = _Writer(objs.count)
+    w = Writer(objs.count)
     return w, _tag_tips_commits_trees(w, objs.kinds, objs.tagged)
 
 
@@ -446,7 +347,7 @@ def trees_first(objs: OrderInput) -> np.ndarray:
     them: a candidate to see whether the direction of the commit-to-tree step matters."""
     kinds, n = objs.kinds, objs.count
     start, trees = _introduced_trees(objs)
-    w = _Writer(n)
+    w = Writer(n)
     tagged_at = np.flatnonzero(objs.tagged)
     split = int(tagged_at[0]) if len(tagged_at) else n
     commits = np.flatnonzero(kinds == COMMIT)
@@ -469,7 +370,7 @@ def trees_first(objs: OrderInput) -> np.ndarray:
     return w.result()
 
 
-def _history_families(w: _Writer, objs: OrderInput) -> None:
+def _history_families(w: Writer, objs: OrderInput) -> None:
     """The blob region of `history` and its variants: families depth first, those holding an
     unreleased blob first."""
     _depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(objs.count)))
@@ -489,13 +390,6 @@ def _unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray
 def windowed_wide(objs: OrderInput) -> np.ndarray:
     """`windowed` with groups of 256 commits: does the grain of the interleaving matter?"""
     return windowed(objs, 256)
-
-
-def bases_first(order: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """`order`, with each delta's base moved just before the delta if it came later (Git's
-    write_one). Chains are followed to their root, so OFS_DELTA offsets always point back."""
-    out = _native.bases_first(order.astype(np.int64).tobytes(), base.astype(np.int64).tobytes())
-    return np.frombuffer(out, dtype=np.int64)
 
 
 OrderFn = Callable[[OrderInput], np.ndarray]

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from layered import build
 
-from packorder import deltas
+from packorder import deltas, families
 from packorder import order as order_mod
 from packorder.order import BLOB, COMMIT, TREE, OrderInput
 from packorder.repo import enumerate_objects, object_history, open_repository, unreleased_objects
@@ -43,7 +43,7 @@ def without_deltas(objs: OrderInput) -> OrderInput:
 
 
 def written(name: str, objs: OrderInput) -> np.ndarray:
-    out = order_mod.bases_first(order_mod.ORDERS[name].fn(objs), objs.base)
+    out = families.bases_first(order_mod.ORDERS[name].fn(objs), objs.base)
     assert sorted(out.tolist()) == list(range(objs.count)), "not a permutation"
     return out
 
@@ -156,15 +156,15 @@ def test_history_writes_blob_families_depth_first(objs: OrderInput) -> None:
     out = written("history", objs)
     pos = positions(out)
     blobs = np.flatnonzero(objs.kinds == BLOB)
-    start, child = order_mod.children_lists(objs.base)
+    start, child = families.children_lists(objs.base)
     size = np.ones(objs.count, dtype=np.int64)
-    for d in np.argsort(-order_mod.chain_depths(objs.base)):
+    for d in np.argsort(-families.chain_depths(objs.base)):
         if objs.base[d] >= 0:
             size[objs.base[d]] += size[d]
     for b in blobs:
         # A subtree occupies the places right after its root.
         members = out[pos[b] : pos[b] + size[b]]
-        assert np.all(np.isin(order_mod.delta_roots(objs.base)[members], order_mod.delta_roots(objs.base)[b]))
+        assert np.all(np.isin(families.delta_roots(objs.base)[members], families.delta_roots(objs.base)[b]))
         kids = child[start[b] : start[b + 1]]
         if len(kids):
             assert pos[kids[0]] == pos[b] + 1
@@ -176,7 +176,7 @@ def test_history_writes_the_families_of_unreleased_blobs_first(objs: OrderInput)
     group keeps the order it has without that mark."""
     assert objs.unreleased is not None
     marked, unmarked = written("history", objs), written("history", replace(objs, unreleased=None))
-    roots = order_mod.delta_roots(objs.base)
+    roots = families.delta_roots(objs.base)
     touched = np.zeros(objs.count, dtype=bool)
     touched[roots[objs.unreleased & (objs.kinds == BLOB)]] = True
     blob_at = int(np.argmax(objs.kinds[marked] == BLOB))
@@ -224,7 +224,7 @@ def test_recency_dfs_differs_from_recency_only_inside_blob_families(objs: OrderI
     a, b = written("recency", objs), written("recency-dfs", objs)
     blob_at = int(np.argmax(objs.kinds[a] == BLOB))
     assert np.array_equal(a[:blob_at], b[:blob_at])
-    roots = order_mod.delta_roots(objs.base)
+    roots = families.delta_roots(objs.base)
     # The same families in the same order, each from its root.
     firsts = [r for i, r in enumerate(roots[a[blob_at:]].tolist()) if i == 0 or r != roots[a[blob_at + i - 1]]]
     assert firsts == [r for i, r in enumerate(roots[b[blob_at:]].tolist()) if i == 0 or r != roots[b[blob_at + i - 1]]]
@@ -311,7 +311,7 @@ def forests(draw: st.DrawFn) -> list[int]:
 @settings(max_examples=200, deadline=None)
 @given(forests())
 def test_depth_first_positions_match_a_recursive_walk(base: list[int]) -> None:
-    got = order_mod.depth_first_positions(np.array(base, dtype=np.int64)).tolist()
+    got = families.depth_first_positions(np.array(base, dtype=np.int64)).tolist()
     assert got == reference_preorder(base)
 
 
@@ -319,14 +319,14 @@ def test_depth_first_positions_on_a_deep_chain() -> None:
     rng = random.Random(3)
     n = 5000
     base = np.array([-1] + [i - 1 if rng.random() < 0.9 else rng.randrange(i) for i in range(1, n)], dtype=np.int64)
-    assert order_mod.depth_first_positions(base).tolist() == reference_preorder(base.tolist())
+    assert families.depth_first_positions(base).tolist() == reference_preorder(base.tolist())
 
 
 def test_the_depth_first_writer_skips_what_is_written(tmp_path: Path) -> None:
     # Families whose root is already written still get their other members, root first order kept.
     base = np.array([-1, 0, 0, 1, -1, 4], dtype=np.int64)
     objs = OrderInput(np.full(6, BLOB, dtype=np.uint8), np.zeros(6, dtype=bool), base)
-    w = order_mod._Writer(6)
+    w = families.Writer(6)
     w.add(np.array([0, 4]))
     order_mod._depth_first_families(w, objs, np.arange(6))
     assert w.result().tolist() == [0, 4, 1, 3, 2, 5]

@@ -95,8 +95,8 @@ def plan(
     repo: str | os.PathLike[str] | None, orders: Sequence[str], progress: ProgressCallback | None = None
 ) -> list[PlannedPack]:
     """Enumerate the repository once and plan the pack each order would write."""
-    from packorder.order import ORDERS
     from packorder.layout import plan_layout
+    from packorder.order import ORDERS
     from packorder.repo import LOOSE, enumerate_objects, keys, lookup, object_history, open_repository
 
     orders = check_orders(orders)
