@@ -23,35 +23,6 @@ from packorder.repo import (
 )
 
 
-def order_input(
-    repo: Repository,
-    table: ObjectTable,
-    choice: deltas_mod.DeltaChoice,
-    order: str,
-    ref_delta: bool = False,
-    history: ObjectHistory | None = None,
-    sizes: np.ndarray | None = None,
-) -> order_mod.OrderInput:
-    """The arrays the write orders work on. `history` (object_history of `table`) and `sizes`
-    (entry_sizes of `table`): when the caller has them already."""
-    # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA (so in its order such
-    # trees and commits skip their phases and join the delta families); new deltas keep
-    # their real type.
-    reused = choice.reused
-    delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
-    entry_kinds = np.where(reused, delta_kind, table.kinds).astype(np.uint8)
-    spec = ORDER_FUNCS[order]
-    if history is None and spec.needs_history:
-        history = object_history(repo, table, intro=spec.needs_intro, unreleased=spec.needs_unreleased)
-    if history is None:
-        return order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds)
-    if sizes is None:
-        sizes = entry_sizes(repo, table)
-    return order_mod.OrderInput(
-        table.kinds, table.tagged, choice.base, entry_kinds, history.intro, history.unreleased, sizes
-    )
-
-
 def entry_sizes(repo: Repository, table: ObjectTable) -> np.ndarray:
     """Each object's entry bytes where it is now: its packed entry, or its loose file (about
     what it takes compressed)."""
@@ -74,10 +45,22 @@ def write_order(
     history: ObjectHistory | None = None,
     sizes: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The table's rows in the order `order` writes them, each delta's base first."""
-    objs = order_input(repo, table, choice, order, ref_delta, history, sizes)
-    raw = ORDER_FUNCS[order].fn(objs)
-    return bases_first(raw, choice.base)
+    """The table's rows in the order `order` writes them, each delta's base first. `history`
+    (object_history of `table`) and `sizes` (entry_sizes of `table`): when the caller has them
+    already."""
+    # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA (so in its order such
+    # trees and commits skip their phases and join the delta families); new deltas keep
+    # their real type.
+    delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
+    entry_kinds = np.where(choice.reused, delta_kind, table.kinds).astype(np.uint8)
+    spec = ORDER_FUNCS[order]
+    objs = order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds)
+    if spec.needs_history:
+        if history is None:
+            history = object_history(repo, table, intro=spec.needs_intro, unreleased=spec.needs_unreleased)
+        objs.intro, objs.unreleased = history.intro, history.unreleased
+        objs.sizes = entry_sizes(repo, table) if sizes is None else sizes
+    return bases_first(spec.fn(objs), choice.base)
 
 
 @dataclass
