@@ -41,7 +41,7 @@ def delta_roots(base: np.ndarray) -> np.ndarray:
     return root
 
 
-class Writer:
+class WriteOrder:
     """Git's add_to_write_order: each object once, in the order first asked for."""
 
     def __init__(self, n: int) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from packorder.families import Writer, children_lists, delta_roots, depth_first_positions
+from packorder.families import WriteOrder, children_lists, delta_roots, depth_first_positions
 
 COMMIT, TREE, BLOB, TAG = 1, 2, 3, 4
 OFS_DELTA, REF_DELTA = 6, 7
@@ -47,7 +47,7 @@ class OrderInput:
 def git_write_order(kinds: np.ndarray, tagged: np.ndarray, base: np.ndarray) -> np.ndarray:
     """Git's compute_write_order (one layer, no delta islands), over the types given."""
     n = len(kinds)
-    w = Writer(n)
+    w = WriteOrder(n)
     if n == 0:
         return w.result()
     rest = _tag_tips_commits_trees(w, kinds, tagged)
@@ -65,7 +65,7 @@ def git_write_order(kinds: np.ndarray, tagged: np.ndarray, base: np.ndarray) -> 
     return out
 
 
-def _tag_tips_commits_trees(w: Writer, kinds: np.ndarray, tagged: np.ndarray) -> np.ndarray:
+def _tag_tips_commits_trees(w: WriteOrder, kinds: np.ndarray, tagged: np.ndarray) -> np.ndarray:
     """The first phases of Git's write order: objects in discovery order up to the first tag
     tip, all the tag tips together, the remaining commits and tags, then all trees. Returns
     the objects from the first tag tip on (what later phases choose from)."""
@@ -133,12 +133,12 @@ def _with_trees(commits: np.ndarray, start: np.ndarray, trees: np.ndarray, keep_
     return out if keep_commits else out[tail]
 
 
-def _interleaved_phases(objs: OrderInput, window: int) -> Writer:
+def _interleaved_phases(objs: OrderInput, window: int) -> WriteOrder:
     """Recency's phases with each commit's new trees written after it, or after each window of
     `window` commits (1: right after the commit)."""
     kinds, n = objs.kinds, objs.count
     start, trees = _introduced_trees(objs)
-    w = Writer(n)
+    w = WriteOrder(n)
 
     def commits_with_trees(items: np.ndarray) -> None:
         commits = items[kinds[items] == COMMIT]
@@ -162,7 +162,7 @@ def _interleaved_phases(objs: OrderInput, window: int) -> Writer:
     return w
 
 
-def _families(w: Writer, objs: OrderInput, rest: np.ndarray) -> None:
+def _families(w: WriteOrder, objs: OrderInput, rest: np.ndarray) -> None:
     start, child = children_lists(objs.base)
     waiting = rest[~w.filled[rest]]
     roots = delta_roots(objs.base)[waiting]
@@ -204,7 +204,7 @@ def interleaved_recent_families(objs: OrderInput) -> np.ndarray:
     return w.result()
 
 
-def _depth_first_families(w: Writer, objs: OrderInput, rest: np.ndarray) -> None:
+def _depth_first_families(w: WriteOrder, objs: OrderInput, rest: np.ndarray) -> None:
     """Like `_families` (families in the order of their first member not yet written), but each
     family written depth first: a delta's own deltas right after it. `git index-pack` resolves
     a family in that order (children in pack order, each child's subtree before the next), so
@@ -250,7 +250,7 @@ def _windowed(items: np.ndarray, start: np.ndarray, trees: np.ndarray, objs: Ord
     return out[np.lexsort((is_tree, which))]
 
 
-def _history_phases(objs: OrderInput, tags_midway: bool = False, window: int | None = None) -> Writer:
+def _history_phases(objs: OrderInput, tags_midway: bool = False, window: int | None = None) -> WriteOrder:
     """Commits in walk order in windows of `window` bytes (default HISTORY_WINDOW_BYTES; 0:
     each commit alone), each window followed by the trees its commits introduce; tag tips
     (only the tips themselves) together where Git puts them (or halfway through the commits);
@@ -259,7 +259,7 @@ def _history_phases(objs: OrderInput, tags_midway: bool = False, window: int | N
     kinds, n = objs.kinds, objs.count
     window = HISTORY_WINDOW_BYTES if window is None else window
     start, trees = _introduced_trees(objs)
-    w = Writer(n)
+    w = WriteOrder(n)
     tagged_at = np.flatnonzero(objs.tagged)
     commits = np.flatnonzero(kinds == COMMIT)
     if tags_midway:
@@ -314,12 +314,12 @@ def history_tags_midway(objs: OrderInput) -> np.ndarray:
     return w.result()
 
 
-def _recency_regions(objs: OrderInput) -> tuple[Writer, np.ndarray]:
+def _recency_regions(objs: OrderInput) -> tuple[WriteOrder, np.ndarray]:
     """Recency's tag tips, commits and trees written, on real types; and what remains to
     choose the blob region from."""
     if np.isin(objs.kinds, (OFS_DELTA, REF_DELTA)).any():
         raise ValueError("recency order takes real object types")
-    w = Writer(objs.count)
+    w = WriteOrder(objs.count)
     return w, _tag_tips_commits_trees(w, objs.kinds, objs.tagged)
 
 
@@ -347,7 +347,7 @@ def trees_first(objs: OrderInput) -> np.ndarray:
     them: a candidate to see whether the direction of the commit-to-tree step matters."""
     kinds, n = objs.kinds, objs.count
     start, trees = _introduced_trees(objs)
-    w = Writer(n)
+    w = WriteOrder(n)
     tagged_at = np.flatnonzero(objs.tagged)
     split = int(tagged_at[0]) if len(tagged_at) else n
     commits = np.flatnonzero(kinds == COMMIT)
@@ -370,7 +370,7 @@ def trees_first(objs: OrderInput) -> np.ndarray:
     return w.result()
 
 
-def _history_families(w: Writer, objs: OrderInput) -> None:
+def _history_families(w: WriteOrder, objs: OrderInput) -> None:
     """The blob region of `history` and its variants: families depth first, those holding an
     unreleased blob first."""
     _depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(objs.count)))

@@ -326,7 +326,7 @@ def test_the_depth_first_writer_skips_what_is_written(tmp_path: Path) -> None:
     # Families whose root is already written still get their other members, root first order kept.
     base = np.array([-1, 0, 0, 1, -1, 4], dtype=np.int64)
     objs = OrderInput(np.full(6, BLOB, dtype=np.uint8), np.zeros(6, dtype=bool), base)
-    w = families.Writer(6)
+    w = families.WriteOrder(6)
     w.add(np.array([0, 4]))
     order_mod._depth_first_families(w, objs, np.arange(6))
     assert w.result().tolist() == [0, 4, 1, 3, 2, 5]
