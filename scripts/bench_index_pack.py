@@ -54,21 +54,12 @@ def mib(n: float) -> str:
 def libgit2_index(pack: str, out_dir: str) -> None:
     """Index `pack` with libgit2's git_indexer (the libgit2 pygit2 ships), into `out_dir`."""
     import ctypes
-    import glob
 
-    import pygit2  # loads and initializes libgit2
+    from libgit2_ctypes import check, load
 
-    found = glob.glob(os.path.join(os.path.dirname(pygit2.__file__), "..", "pygit2.libs", "libgit2-*.so*"))
-    if not found:
-        raise SystemExit("no libgit2 library beside pygit2")
-    lib = ctypes.CDLL(found[0])
+    lib = load()
     indexer = ctypes.c_void_p()
     stats = ctypes.create_string_buffer(256)  # git_indexer_progress, with room to spare
-
-    def check(rc: int, what: str) -> None:
-        if rc != 0:
-            raise SystemExit(f"libgit2 {what} failed ({rc})")
-
     check(lib.git_indexer_new(ctypes.byref(indexer), out_dir.encode(), 0, None, None), "git_indexer_new")
     with open(pack, "rb") as f:
         while chunk := f.read(1 << 20):

@@ -145,19 +145,11 @@ def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, int]:
 def libgit2_pack(repo: str, out_dir: str, threads: int) -> None:
     """Write one pack of everything reachable with libgit2's pack builder, into `out_dir`."""
     import ctypes
-    import glob
 
-    import pygit2  # loads and initializes libgit2
+    import pygit2
+    from libgit2_ctypes import check, load
 
-    found = glob.glob(os.path.join(os.path.dirname(pygit2.__file__), "..", "pygit2.libs", "libgit2-*.so*"))
-    if not found:
-        raise SystemExit("no libgit2 library beside pygit2")
-    lib = ctypes.CDLL(found[0])
-
-    def check(rc: int, what: str) -> None:
-        if rc != 0:
-            raise SystemExit(f"libgit2 {what} failed ({rc})")
-
+    lib = load()
     handle, pb, walk = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
     check(lib.git_repository_open(ctypes.byref(handle), repo.encode()), "git_repository_open")
     check(lib.git_packbuilder_new(ctypes.byref(pb), handle), "git_packbuilder_new")
