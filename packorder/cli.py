@@ -11,7 +11,9 @@ import click
 
 from packorder import progress as progress_mod
 from packorder.cli_base import fail, guarded, print_json, size_argument
+from packorder.order_catalog import CATALOG
 from packorder.seek.command import seekstats_cmd
+from packorder.settings import VERIFY_MODES
 from packorder.study_command import experiment_cmd
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -76,49 +78,65 @@ def _human(n: int) -> str:
     return str(n)
 
 
-# The orders of packorder.order.ORDERS, listed here so that the command line starts without
-# numpy (tests/test_repack.py checks that the two agree), each with what it needs from history
-# (OrderSpec.needs_intro, needs_unreleased): for those the walk in commit order and the walk of
-# unreleased history start with the first.
-ORDER_WALKS = {
-    "recency": (False, False),
-    "history": (True, True),
-    "git": (False, False),
-    "rev-list": (False, False),
-    "type": (False, False),
-    "interleaved": (True, False),
-    "windowed": (True, False),
-    "windowed-256": (True, False),
-    "interleaved-recent": (True, False),
-    "history-each-commit": (True, True),
-    "history-tags-midway": (True, True),
-    "trees-first": (True, True),
-    "recency-dfs": (False, False),
-    "recency-unreleased": (False, True),
-}
-ORDER_NAMES = tuple(ORDER_WALKS)
+# One line an order, below the options (`\b`: click keeps these lines as they are).
+ORDERS_EPILOG = "\b\nOrders:\n" + "\n".join(f"  {name:<20} {info.summary}" for name, info in CATALOG.items())
 
 
-@main.command("repack", context_settings=CONTEXT)
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def _removed_option(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        raise click.UsageError(
+            "--prune-unreachable was removed: unreachable objects now go to a cruft pack; "
+            "--cruft-expiration=DATE drops those older than DATE (packorder gc passes gc.pruneExpire)",
+            ctx,
+        )
+
+
+@main.command("repack", context_settings=CONTEXT, epilog=ORDERS_EPILOG)
 @click.argument("repo", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--order",
-    type=click.Choice(ORDER_NAMES),
-    default="recency",
-    show_default=True,
-    help="Write order.",
+    type=click.Choice(tuple(CATALOG)),
+    metavar="ORDER",
+    help="Write order (default: packorder.order, else recency; the orders are listed below).",
 )
 @click.option("-f", "--no-reuse-delta", is_flag=True, help="Search new deltas instead of reusing stored ones.")
-@click.option("--window", type=click.IntRange(min=0), help="Delta search window (default: pack.window, 10).")
-@click.option("--depth", type=click.IntRange(min=0), help="Longest delta chain (default: pack.depth, 50).")
-@click.option("--threads", type=click.IntRange(min=0), help="Threads (default: pack.threads, or all cores).")
+@click.option(
+    "--window", type=click.IntRange(min=0), help="Delta search window (default: packorder.window, pack.window, 10)."
+)
+@click.option(
+    "--depth", type=click.IntRange(min=0), help="Longest delta chain (default: packorder.depth, pack.depth, 50)."
+)
+@click.option(
+    "--threads", type=click.IntRange(min=0), help="Threads (default: packorder.threads, pack.threads, or all cores)."
+)
 @click.option("--ref-delta", is_flag=True, help="Write REF_DELTA entries instead of OFS_DELTA.")
 @click.option(
     "--repick-backward-deltas",
     is_flag=True,
     help="Search new bases for stored tree deltas whose base is an older tree (instead of writing that base early).",
 )
-@click.option("--prune-unreachable", is_flag=True, help="Drop unreachable objects older than gc.pruneExpire.")
+@click.option(
+    "--cruft", is_flag=True, help="Unreachable objects go to a cruft pack with their ages (always; Git's spelling)."
+)
+@click.option(
+    "--cruft-expiration",
+    metavar="DATE",
+    help="Drop unreachable objects older than DATE (Git's dates: 2.weeks.ago, 2024-01-01, now, never); "
+    "default: none expires.",
+)
+@click.option("--max-cruft-size", metavar="SIZE", help="Keep cruft packs larger than SIZE; split new ones at SIZE.")
+@click.option("--prune-unreachable", is_flag=True, hidden=True, expose_value=False, callback=_removed_option)
+@click.option(
+    "-l/--no-local",
+    "--local",
+    "local",
+    default=True,
+    help="Leave objects an alternate has to it (default, as git gc); --no-local copies them.",
+)
 @click.option(
     "-b/-B",
     "--write-bitmap-index/--no-write-bitmap-index",
@@ -126,50 +144,64 @@ ORDER_NAMES = tuple(ORDER_WALKS)
     default=None,
     help="Write a reachability bitmap (default: repack.writeBitmaps, on in bare repositories).",
 )
-@click.option("-n", "--dry-run", is_flag=True, help="Enumerate and order, but write nothing.")
-@click.option("-o", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="Write the pack to DIR only.")
+@click.option("-n", "no_server_info", is_flag=True, help="Do not update objects/info/packs and info/refs.")
+@click.option("--dry-run", is_flag=True, help="Enumerate and order, but write nothing.")
+@click.option("-o", "output_dir", type=click.Path(file_okay=False, path_type=Path), help="Write the packs to DIR only.")
 @click.option(
     "--verify",
-    type=click.Choice(["full", "crc"]),
-    default="full",
-    show_default=True,
-    help="full: re-index the new pack, hashing every object; crc: check headers and CRCs only.",
+    type=click.Choice(tuple(VERIFY_MODES)),
+    help="What to prove before anything is removed (default: packorder.verify, else produced). "
+    + "; ".join(f"{k}: {v}" for k, v in VERIFY_MODES.items())
+    + ".",
 )
-@click.option("-q", "quiet", is_flag=True, help="No progress.")
+@click.option("-q", "--quiet", "quiet", is_flag=True, help="Print nothing but warnings and errors.")
+@click.option("-v", "--verbose", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
 @guarded
 def repack_cmd(
+    ctx: click.Context,
     repo: Path | None,
-    order: str,
+    order: str | None,
     no_reuse_delta: bool,
     window: int | None,
     depth: int | None,
     threads: int | None,
     ref_delta: bool,
     repick_backward_deltas: bool,
-    prune_unreachable: bool,
+    cruft: bool,
+    cruft_expiration: str | None,
+    max_cruft_size: str | None,
+    local: bool,
     write_bitmap: bool | None,
+    no_server_info: bool,
     dry_run: bool,
     output_dir: Path | None,
-    verify: str,
+    verify: str | None,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
-    """Rewrite REPO's objects into one pack ordered for locality (default: recency)."""
+    """Rewrite REPO's reachable objects into one pack ordered for locality, its unreachable
+    ones into a cruft pack."""
     from packorder import snapshot
 
+    if output_dir is not None and write_bitmap:
+        raise click.UsageError("-o DIR writes no bitmap (a bitmap belongs beside the repository's packs): drop -b", ctx)
+    if quiet and verbose:
+        raise click.UsageError("-q and -v cannot be used together", ctx)
+    cruft_size = parse_size(max_cruft_size)
     # Git starts walking the history before the repack's heavy imports (snapshot.py says why).
     start = None
     try:
-        intro, unreleased = ORDER_WALKS[order]
-        start = snapshot.take(repo, lock=output_dir is None and not dry_run, intro=intro, unreleased=unreleased)
+        start = snapshot.take(repo, lock=output_dir is None and not dry_run, order=order, warn=_warn)
         from packorder.repacker import repack
     except BaseException:
         if start is not None:
             start.close()
         raise
 
-    show = progress_mod.auto(quiet=quiet)
+    show = progress_mod.auto(quiet=quiet, force=verbose)
     with progress_mod.closing_line(show):
         result = repack(
             repo,
@@ -180,36 +212,47 @@ def repack_cmd(
             threads=threads,
             ref_delta=ref_delta,
             repick_backward_deltas=repick_backward_deltas,
-            prune_unreachable=prune_unreachable,
+            cruft_expiration=cruft_expiration,
+            max_cruft_size=cruft_size,
+            local=local,
             write_bitmap=write_bitmap,
+            update_server_info=False if no_server_info else None,
             dry_run=dry_run,
             output_dir=output_dir,
             verify=verify,
             progress=show,
+            warn=_warn,
             start=start,
         )
     if as_json:
         print_json(result)
-        return
+    elif not quiet:
+        click.echo("\n".join(repack_summary(result)))
+
+
+def repack_summary(result: Any) -> list[str]:
+    """What a repack did, in a few lines (the command's output without --json)."""
     if result.objects == 0:
-        click.echo(
+        return [
             "nothing to pack" + (f", {len(result.removed_packs)} old packs removed" if result.removed_packs else "")
-        )
-        return
+        ]
     what = "would write" if result.dry_run else "wrote"
-    click.echo(
-        f"{what} {result.objects} objects in {result.order} order: {result.reused_deltas} reused deltas, "
-        f"{result.new_deltas} new deltas, {result.whole_objects} whole objects "
-        f"({result.cut_deltas} deltas cut at --depth)"
-    )
-    for pack in result.packs:
-        click.echo(f"  {pack}")
+    lines = [
+        f"{what} {result.reachable} reachable objects in {result.order} order"
+        + (f" and {result.unreachable_kept} unreachable ones in a cruft pack" if result.unreachable_kept else "")
+        + f": {result.reused_deltas} reused deltas, {result.new_deltas} new deltas, {result.whole_objects} whole "
+        f"objects ({result.cut_deltas} deltas cut at --depth)"
+    ]
+    if result.unreachable_pruned:
+        lines.append(f"{result.unreachable_pruned} expired unreachable objects dropped")
+    lines += [f"  {pack}" for pack in result.packs]
     if not result.dry_run:
-        click.echo(
+        lines.append(
             f"pack size {_human(result.pack_bytes)} (was {_human(result.old_pack_bytes)}), "
             f"{len(result.removed_packs)} old packs and {result.removed_loose} loose objects removed"
             + (_bitmap_summary(result) if result.bitmap else "")
         )
+    return lines
 
 
 def _bitmap_summary(result) -> str:

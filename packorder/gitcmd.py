@@ -20,11 +20,24 @@ from packorder.errors import RepositoryError
 GIT = os.environ.get("PACKORDER_GIT", "git")
 
 
-def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+# A path that does not exist (ENOENT is silent; /dev/null would make Git print its
+# grafts-deprecated advice).
+NO_GRAFT_FILE = "/nonexistent/packorder-no-grafts"
+
+
+def git_env(extra: dict[str, str] | None = None, as_stored: bool = True) -> dict[str, str]:
+    """The environment packorder runs Git in. `as_stored`: Git sees objects as they are
+    stored, as `git pack-objects` and `git prune` do: no replace refs, no grafts. A walk
+    through a replacement never reaches the replaced commit's tree, and a repack that drops
+    what it did not walk would delete it. Off only for the workloads seekstats measures,
+    which read the repository as its users do."""
     env = dict(os.environ)
     # Never let a read trigger a fetch from a partial clone's promisor remote.
     env["GIT_NO_LAZY_FETCH"] = "1"
     env.setdefault("LC_ALL", "C")
+    if as_stored:
+        env["GIT_NO_REPLACE_OBJECTS"] = "1"
+        env["GIT_GRAFT_FILE"] = NO_GRAFT_FILE
     if extra:
         env.update(extra)
     return env
@@ -96,8 +109,9 @@ def parse_bool(value: str | None) -> bool:
 class Config:
     """Git configuration as `git config --list` reports it (last value wins)."""
 
-    def __init__(self, values: dict[str, str | None]) -> None:
+    def __init__(self, values: dict[str, str | None], every: dict[str, list[str | None]] | None = None) -> None:
         self.values = values
+        self.every = every if every is not None else {k: [v] for k, v in values.items()}
 
     def __repr__(self) -> str:
         return f"Config({self.values!r})"
@@ -107,6 +121,10 @@ class Config:
 
     def get(self, name: str) -> str | None:
         return self.values.get(name.lower())
+
+    def get_all(self, name: str) -> list[str]:
+        """Every value of a multi-valued key, in the order Git lists them."""
+        return [v for v in self.every.get(name.lower(), []) if v is not None]
 
     def get_int(self, name: str, default: int) -> int:
         v = self.get(name)
@@ -123,18 +141,20 @@ def read_config(git_dir: Path | None) -> Config:
     args = ["config", "--list", "-z"]
     proc = run(args, git_dir=git_dir, check=False)
     values: dict[str, str | None] = {}
+    every: dict[str, list[str | None]] = {}
     if proc.returncode == 0:
         for item in proc.stdout.split(b"\0"):
             if not item:
                 continue
             key, sep, val = item.decode(errors="replace").partition("\n")
             values[key.lower()] = val if sep else None
+            every.setdefault(key.lower(), []).append(val if sep else None)
     fmt = (values.get("extensions.objectformat") or "sha1").lower()
     if git_dir is not None and fmt != "sha1":
         # Every format packorder reads and writes has 20-byte ids; a SHA-256 repository's
         # files would otherwise be reported as corrupt.
         raise RepositoryError(f"{git_dir} uses {fmt} object names; packorder supports SHA-1 repositories only")
-    return Config(values)
+    return Config(values, every)
 
 
 class ObjectReader:

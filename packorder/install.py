@@ -6,13 +6,14 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import PackError, RepositoryError
-from packorder.repo import ObjectTable, Repository, keys, lookup, sort_keys
+from packorder.repo import ObjectTable, PackSource, Repository, keys, lookup, sort_keys
 from packorder.writer import IndexFiles
 
 
@@ -24,22 +25,28 @@ def crash_point(name: str) -> None:
 
 
 def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, promisor: bool) -> Path:
-    """Put a verified pack in place: .rev, the pack, .promisor, .bitmap, and the .idx last (Git
-    only sees a pack through its .idx, so until then the pack is invisible and harmless)."""
+    """Put a verified pack in place: .rev, the pack, .promisor, .mtimes, .bitmap, and the .idx
+    last (Git only sees a pack through its .idx, so until then the pack is invisible and
+    harmless, and once it sees it, the pack is complete: a cruft pack already has its ages)."""
     final = out_dir / f"pack-{checksum.hex()}.pack"
     stem = final.with_suffix("")
     if final.exists() and (out_dir / f"{stem.name}.idx").exists():
         tmp_pack.unlink()  # the very same pack is already installed
-        if files.bitmap is not None:
-            write_atomically(stem.with_suffix(".bitmap"), lambda f: f.write(files.bitmap))
+        for ext, data in ((".bitmap", files.bitmap), (".mtimes", files.mtimes)):
+            if data is not None:
+                write_atomically(stem.with_suffix(ext), lambda f, data=data: f.write(data))
         return final
-    write_atomically(stem.with_suffix(".rev"), lambda f: f.write(files.rev))
+    if files.rev is not None:
+        write_atomically(stem.with_suffix(".rev"), lambda f: f.write(files.rev))
     crash_point("rev-installed")
     os.chmod(tmp_pack, 0o444)
     os.replace(tmp_pack, final)
     crash_point("pack-renamed")
     if promisor:
         write_atomically(stem.with_suffix(".promisor"), lambda f: f.write(b""), 0o644)
+    if files.mtimes is not None:
+        write_atomically(stem.with_suffix(".mtimes"), lambda f: f.write(files.mtimes))
+        crash_point("mtimes-installed")
     if files.bitmap is not None:
         write_atomically(stem.with_suffix(".bitmap"), lambda f: f.write(files.bitmap))
         crash_point("bitmap-installed")
@@ -96,10 +103,22 @@ def check_complete(new: list[Path], table: ObjectTable) -> None:
 
 
 def remove_replaced(
-    repo: Repository, table: ObjectTable, pruned_oids: np.ndarray, installed: list[Path]
+    repo: Repository,
+    table: ObjectTable,
+    pruned_oids: np.ndarray,
+    installed: list[Path],
+    expiration: int | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> tuple[list[Path], int]:
-    """Remove the packs and loose objects of the snapshot that the new packs replace."""
+    """Remove the packs and loose objects of the snapshot that the new packs replace, and the
+    loose copies of expired objects (`pruned_oids`, older than `expiration`).
+
+    An expired object may have been wanted again since the listing: Git then refreshes the
+    mtime of its loose file or of the pack holding it (freshen_*_object) instead of writing
+    it anew. So a pack holding an expired object whose mtime changed since the listing is
+    kept, and so is a loose expired object whose file is no longer older than the expiration."""
     keep = {p.resolve() for p in installed}
+    pruned = sort_keys(keys(pruned_oids))
     midx = repo.pack_dir / "multi-pack-index"
     if midx.exists():
         # A multi-pack-index naming packs we remove would mislead readers: drop it first.
@@ -111,21 +130,45 @@ def remove_replaced(
     for pack in repo.packs:
         if pack.foreign or pack.keep or pack.path.resolve() in keep:
             continue
+        if len(pruned) and _freshened(pack) and (lookup(pruned, keys(pack.index.names)) >= 0).any():
+            if warn is not None:
+                warn(f"kept {pack.path.name}: it was used again during the repack, and holds expired objects")
+            continue
         remove_pack(pack.path)
         removed.append(pack.path)
         crash_point("pack-removed")
-    # Loose objects the new packs hold (wherever the table took them from), and those pruned.
+    # Loose objects the new packs hold (wherever the table took them from), and those expired.
     removed_loose = 0
-    if len(repo.loose.oids):
-        gone = sort_keys(np.concatenate([keys(table.oids), keys(pruned_oids)]))
-        for i in np.flatnonzero(lookup(gone, keys(repo.loose.oids)) >= 0):
+    local = np.flatnonzero(~repo.loose.foreign)
+    if len(local):
+        written = sort_keys(keys(table.oids))
+        local_keys = keys(repo.loose.oids[local])
+        in_pack = lookup(written, local_keys) >= 0
+        expired = (lookup(pruned, local_keys) >= 0) & ~in_pack if len(pruned) else np.zeros(len(local), dtype=bool)
+        for k in np.flatnonzero(in_pack | expired):
+            path = repo.loose.paths[int(local[k])]
             with contextlib.suppress(FileNotFoundError):
-                repo.loose.paths[int(i)].unlink()
+                if expired[k] and expiration is not None and path.stat().st_mtime > expiration:
+                    continue  # refreshed since the listing: wanted again
+                path.unlink()
                 removed_loose += 1
                 crash_point("loose-removed")
     with contextlib.suppress(OSError):
         fsync_dir(repo.pack_dir)
     return removed, removed_loose
+
+
+def _freshened(pack: PackSource) -> bool:
+    try:
+        return pack.path.stat().st_mtime != pack.mtime
+    except FileNotFoundError:
+        return False
+
+
+def update_server_info(repo: Repository) -> None:
+    """objects/info/packs and info/refs for dumb-HTTP clients, as `git repack` updates them
+    (unless -n)."""
+    repo.git("update-server-info")
 
 
 def write_bitmap(repo: Repository) -> bool:

@@ -11,7 +11,7 @@ import numpy as np
 from packorder import deltas as deltas_mod
 from packorder import order as order_mod
 from packorder.families import bases_first
-from packorder.repack_options import ORDER_FUNCS, read_options
+from packorder.repack_options import RepackRequest, read_options
 from packorder.repo import (
     LOOSE,
     ObjectHistory,
@@ -53,7 +53,7 @@ def write_order(
     # their real type.
     delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
     entry_kinds = np.where(choice.reused, delta_kind, table.kinds).astype(np.uint8)
-    spec = ORDER_FUNCS[order]
+    spec = order_mod.ORDERS[order]
     objs = order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds)
     if spec.needs_history:
         if history is None:
@@ -91,9 +91,9 @@ def plan_layout(
     all of them."""
     if repo is None:
         repo = open_repository(repo_path)
-    opts = read_options(repo, order, False, 0, depth, None, False, False, "crc")
+    opts = read_options(repo, RepackRequest(order=order, window=0, depth=depth, verify="crc"))
     if table is None:
-        table = enumerate_objects(repo)
+        table = enumerate_objects(repo, unreachable=False)  # the ordered pack holds only those
     choice = deltas_mod.reuse(repo, table, opts.depth)
     sizes = entry_sizes(repo, table)
     rows = write_order(repo, table, choice, opts.order, opts.ref_delta, history, sizes)

@@ -13,16 +13,24 @@ _HEX2 = re.compile(r"^[0-9a-f]{2}$")
 _HEX38 = re.compile(r"^[0-9a-f]{38}$")
 
 
-def alternates(objects_dir: Path) -> list[Path]:
+MAX_ALTERNATE_DEPTH = 5  # Git's limit on alternates of alternates
+
+
+def alternates(objects_dir: Path, _depth: int = 0) -> list[Path]:
+    """The object directories `objects/info/alternates` names, and theirs in turn (as Git
+    follows them, up to five deep), each once."""
     info = objects_dir / "info" / "alternates"
-    if not info.exists():
+    if _depth >= MAX_ALTERNATE_DEPTH or not info.exists():
         return []
-    out = []
+    out: list[Path] = []
     for line in info.read_text().splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
             p = Path(line)
-            out.append(p if p.is_absolute() else (objects_dir / p).resolve())
+            alt = p if p.is_absolute() else (objects_dir / p).resolve()
+            for found in [alt, *alternates(alt, _depth + 1)]:
+                if found not in out and found != objects_dir:
+                    out.append(found)
     return out
 
 

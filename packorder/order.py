@@ -19,11 +19,12 @@ backwards). That is what Git's write_one() does, and the only change made to an 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from packorder.families import WriteOrder, children_lists, delta_roots, depth_first_positions
+from packorder.order_catalog import CATALOG, OrderInfo
 
 COMMIT, TREE, BLOB, TAG = 1, 2, 3, 4
 OFS_DELTA, REF_DELTA = 6, 7
@@ -396,43 +397,26 @@ OrderFn = Callable[[OrderInput], np.ndarray]
 
 
 @dataclass(frozen=True)
-class OrderSpec:
-    fn: OrderFn
-    # What the order needs from history besides the walk: the commit introducing each object
-    # (`intro`, a walk in commit order) and which objects are unreleased (a second walk).
-    needs_intro: bool
-    needs_unreleased: bool
-    summary: str
+class OrderSpec(OrderInfo):
+    """An order of the catalog (order_catalog.py) with its function."""
 
-    @property
-    def needs_history(self) -> bool:
-        return self.needs_intro or self.needs_unreleased
+    fn: OrderFn | None = None
 
 
-ORDERS: dict[str, OrderSpec] = {
-    "recency": OrderSpec(
-        recency, False, False, "Git's intended order on real types: tag tips, commits, trees, delta families"
-    ),
-    "git": OrderSpec(git, False, False, "what git pack-objects writes when it reuses deltas"),
-    "rev-list": OrderSpec(rev_list, False, False, "plain discovery order (Git before 2011)"),
-    "type": OrderSpec(by_type, False, False, "commits, tags, trees, blobs, each in discovery order"),
-    "interleaved": OrderSpec(interleaved, True, False, "recency, with each commit followed by the trees it introduces"),
-    "windowed": OrderSpec(windowed, True, False, "interleaved by windows of 16 commits"),
-    "interleaved-recent": OrderSpec(
-        interleaved_recent_families, True, False, "interleaved, delta families ordered by their newest commit"
-    ),
-    "windowed-256": OrderSpec(windowed_wide, True, False, "interleaved by windows of 256 commits"),
-    "history": OrderSpec(
-        history,
-        True,
-        True,
-        "tag tips alone, ~2 MiB windows of commits each followed by their trees, unreleased blobs first",
-    ),
-    "history-each-commit": OrderSpec(history_each_commit, True, True, "history, each commit followed by its own trees"),
-    "history-tags-midway": OrderSpec(history_tags_midway, True, True, "history, tag tips halfway through the commits"),
-    "trees-first": OrderSpec(trees_first, True, True, "history, each commit after the trees it introduces"),
-    "recency-dfs": OrderSpec(recency_depth_first, False, False, "recency, blob families depth first"),
-    "recency-unreleased": OrderSpec(
-        recency_unreleased, False, True, "recency, blob families depth first, HEAD's unreleased families first"
-    ),
+_FUNCTIONS: dict[str, OrderFn] = {
+    "recency": recency,
+    "git": git,
+    "rev-list": rev_list,
+    "type": by_type,
+    "interleaved": interleaved,
+    "windowed": windowed,
+    "interleaved-recent": interleaved_recent_families,
+    "windowed-256": windowed_wide,
+    "history": history,
+    "history-each-commit": history_each_commit,
+    "history-tags-midway": history_tags_midway,
+    "trees-first": trees_first,
+    "recency-dfs": recency_depth_first,
+    "recency-unreleased": recency_unreleased,
 }
+ORDERS: dict[str, OrderSpec] = {name: OrderSpec(fn=_FUNCTIONS[name], **asdict(info)) for name, info in CATALOG.items()}

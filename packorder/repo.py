@@ -18,6 +18,7 @@ from packorder import snapshot as snapshot_mod
 from packorder.errors import CorruptPackError, RepositoryError
 from packorder.format import idx as idx_format
 from packorder.format import layout as layout_mod
+from packorder.format import mtimes as mtimes_format
 from packorder.format.pack import OBJ_COMMIT, RAWSZ
 
 LOOSE = -1
@@ -31,7 +32,9 @@ class PackSource:
     foreign: bool  # from an alternate object store: read, never removed
     mtime: float
     index: idx_format.PackIndex
+    cruft: bool = False  # a cruft pack: unreachable objects, each with its age in a .mtimes
     _layout: layout_mod.PackLayout | None = None
+    _mtimes: np.ndarray | None = None
 
     @property
     def idx_path(self) -> Path:
@@ -46,11 +49,23 @@ class PackSource:
     def sibling(self, ext: str) -> Path:
         return self.path.with_name(self.path.name[: -len(".pack")] + ext)
 
+    def object_mtimes(self) -> np.ndarray:
+        """Each object's age (epoch seconds) in .idx order: from the .mtimes of a cruft pack,
+        the pack's own mtime for any other (as Git dates them)."""
+        if self._mtimes is None:
+            count = len(self.index.offsets)
+            if self.cruft:
+                self._mtimes = mtimes_format.read(str(self.sibling(".mtimes")), count).astype(np.int64)
+            else:
+                self._mtimes = np.full(count, int(self.mtime), dtype=np.int64)
+        return self._mtimes
+
 
 @dataclass
 class LooseObjects:
     oids: np.ndarray  # (n, 20) uint8, sorted
     paths: list[Path]
+    foreign: np.ndarray  # bool: in an alternate's object directory (read, never removed)
 
 
 @dataclass
@@ -89,6 +104,7 @@ def _pack_sources(packs: list[Path], foreign: bool) -> list[PackSource]:
                 foreign=foreign,
                 mtime=pack.stat().st_mtime,
                 index=idx_format.read(str(layout_mod.idx_path_of(pack))),
+                cruft=pack.with_name(f"{stem}.mtimes").exists(),
             )
         )
     # Git looks objects up in local packs first, newest first.
@@ -96,13 +112,15 @@ def _pack_sources(packs: list[Path], foreign: bool) -> list[PackSource]:
     return out
 
 
-def _loose(listed: list[tuple[bytes, Path]]) -> LooseObjects:
+def _loose(local: list[tuple[bytes, Path]], foreign: list[tuple[bytes, Path]]) -> LooseObjects:
+    """Both listings as one, by id (a local copy before an alternate's)."""
+    listed = sorted([(oid, False, path) for oid, path in local] + [(oid, True, path) for oid, path in foreign])
     oids = (
-        np.frombuffer(b"".join(oid for oid, _ in listed), dtype=np.uint8).reshape(-1, RAWSZ)
+        np.frombuffer(b"".join(oid for oid, _, _ in listed), dtype=np.uint8).reshape(-1, RAWSZ)
         if listed
         else np.zeros((0, RAWSZ), np.uint8)
     )
-    return LooseObjects(oids, [path for _, path in listed])
+    return LooseObjects(oids, [path for _, _, path in listed], np.array([f for _, f, _ in listed], dtype=bool))
 
 
 def open_repository(
@@ -113,10 +131,10 @@ def open_repository(
     if snapshot is None:
         snapshot = snapshot_mod.listed(path)
     git_dir = snapshot.git_dir
-    config = gitcmd.read_config(git_dir)
+    config = snapshot.config if snapshot.config is not None else gitcmd.read_config(git_dir)
     packs = _pack_sources(snapshot.local_packs, foreign=False) + _pack_sources(snapshot.foreign_packs, foreign=True)
     bare = config.get_bool("core.bare", git_dir.name != ".git")
-    return Repository(git_dir, config, packs, _loose(snapshot.loose), bare)
+    return Repository(git_dir, config, packs, _loose(snapshot.loose, snapshot.foreign_loose), bare)
 
 
 def keys(oids: np.ndarray) -> np.ndarray:
@@ -153,10 +171,29 @@ class ObjectTable:
     pos: np.ndarray  # int64: pack position in that pack's layout, or index into loose
     promisor: np.ndarray  # bool: found in a .promisor pack
     missing: list[bytes] = field(default_factory=list)  # promised objects absent from the repository
+    # Reachable objects left out because a .keep pack or (with `local`) an alternate has them.
+    in_keep_packs: int = 0
+    in_alternates: int = 0
 
     @property
     def count(self) -> int:
         return len(self.kinds)
+
+    def subset(self, rows: np.ndarray) -> ObjectTable:
+        """The table cut to `rows` (indexes or a mask), in their order."""
+        return ObjectTable(
+            self.oids[rows],
+            self.kinds[rows],
+            self.name_hash[rows],
+            self.reachable[rows],
+            self.tagged[rows],
+            self.source[rows],
+            self.pos[rows],
+            self.promisor[rows],
+            self.missing,
+            self.in_keep_packs,
+            self.in_alternates,
+        )
 
 
 def _walked(walk: snapshot_mod.ObjectWalk) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
@@ -174,34 +211,40 @@ def _tag_keys(tags: snapshot_mod.TagTips) -> np.ndarray:
 
 
 def enumerate_objects(
-    repo: Repository, prune_unreachable: bool = False, snapshot: snapshot_mod.Snapshot | None = None
+    repo: Repository, snapshot: snapshot_mod.Snapshot | None = None, local: bool = True, unreachable: bool = True
 ) -> ObjectTable:
-    """Every object the new pack must hold: the reachable ones in Git's discovery order, then
-    (unless pruned) the unreachable packed and loose ones. Objects in .keep packs are left to
-    those packs, as `git repack -a` does. Takes the walk `snapshot` started, or starts one."""
-    local = [i for i, p in enumerate(repo.packs) if not p.foreign]
-    kept = [i for i in local if repo.packs[i].keep]
-    movable = [i for i in range(len(repo.packs)) if i not in kept]
+    """Every object a repack writes: the reachable ones in Git's discovery order, then (with
+    `unreachable`) the unreachable ones of the local packs and loose objects, for the cruft
+    pack. Objects of .keep packs are left to those packs, and with `local` (`git repack -l`,
+    as `git gc` runs it) objects an alternate has are left to it. Takes the walk `snapshot`
+    started, or starts one."""
     if snapshot is not None:
         walk, tags = snapshot.take_walk()
     else:
         walk = snapshot_mod.ObjectWalk(repo.git_dir, missing_ok=repo.has_promisor_packs)
         tags = snapshot_mod.TagTips(repo.git_dir)  # runs beside rev-list
     try:
-        return _enumerate(repo, walk, tags, kept, movable, prune_unreachable)
+        return _enumerate(repo, walk, tags, local, unreachable)
     finally:
         tags.stop()
         walk.stop()
 
 
+def _present_in(packs: list[PackSource], want: np.ndarray) -> np.ndarray:
+    found = np.zeros(len(want), dtype=bool)
+    for pack in packs:
+        found |= lookup(keys(pack.index.names), want) >= 0
+    return found
+
+
 def _enumerate(
-    repo: Repository,
-    walk: snapshot_mod.ObjectWalk,
-    tags: snapshot_mod.TagTips,
-    kept: list[int],
-    movable: list[int],
-    prune_unreachable: bool,
+    repo: Repository, walk: snapshot_mod.ObjectWalk, tags: snapshot_mod.TagTips, local: bool, unreachable: bool
 ) -> ObjectTable:
+    kept_packs = [p for p in repo.packs if p.keep and not p.foreign]
+    alternate_packs = [p for p in repo.packs if p.foreign]
+    # The packs objects are read from: the local ones without .keep, and the alternates'
+    # when their objects are copied (not `local`). Git prefers local packs, newest first.
+    movable = [i for i, p in enumerate(repo.packs) if not (p.keep and not p.foreign) and not (local and p.foreign)]
     for i in movable:
         if not repo.packs[i].foreign:
             _ = repo.packs[i].layout  # read while rev-list runs
@@ -210,11 +253,15 @@ def _enumerate(
         _check_promised(repo, missing)
     want = keys(oids)
     n = len(want)
+    in_kept = _present_in(kept_packs, want)
+    in_alternate = np.zeros(n, dtype=bool)
+    if local:
+        in_alternate = _present_in(alternate_packs, want) & ~in_kept
+        foreign_loose = keys(repo.loose.oids[repo.loose.foreign])
+        if len(foreign_loose):
+            in_alternate |= (lookup(foreign_loose, want) >= 0) & ~in_kept
     source = np.full(n, LOOSE - 1, dtype=np.int32)  # LOOSE - 1: not found yet
     pos = np.full(n, -1, dtype=np.int64)
-    in_kept = np.zeros(n, dtype=bool)
-    for i in kept:
-        in_kept |= lookup(keys(repo.packs[i].index.names), want) >= 0
     for i in movable:
         pack = repo.packs[i]
         todo = source == LOOSE - 1
@@ -222,24 +269,21 @@ def _enumerate(
             break
         at = lookup(keys(pack.index.names), want[todo])
         hit = at >= 0
-        idx_rows = at[hit]
-        # idx order -> pack order
-        order = np.argsort(pack.index.offsets, kind="stable")
-        pack_pos = np.empty_like(order)
-        pack_pos[order] = np.arange(len(order))
         rows = np.flatnonzero(todo)[hit]
         source[rows] = i
-        pos[rows] = pack_pos[idx_rows]
+        pos[rows] = pack.layout.idx_to_pack[at[hit]]
+    loose_usable = ~repo.loose.foreign if local else np.ones(len(repo.loose.oids), dtype=bool)
     todo = source == LOOSE - 1
-    if todo.any():
-        at = lookup(keys(repo.loose.oids), want[todo])
+    if todo.any() and loose_usable.any():
+        usable_rows = np.flatnonzero(loose_usable)
+        at = lookup(keys(repo.loose.oids[usable_rows]), want[todo])
         rows = np.flatnonzero(todo)[at >= 0]
         source[rows] = LOOSE
-        pos[rows] = at[at >= 0]
+        pos[rows] = usable_rows[at[at >= 0]]
     # Reachable but in nothing listed: a push that landed between the listing and the walk's
     # reading of the refs (its pack or loose objects appeared after the listing). Such objects
     # stay where they are (only what was listed is removed); any other is missing.
-    unlisted = np.flatnonzero((source == LOOSE - 1) & ~in_kept)
+    unlisted = np.flatnonzero((source == LOOSE - 1) & ~in_kept & ~in_alternate)
     arrived = np.zeros(n, dtype=bool)
     if len(unlisted):
         present = _present_now(repo, [oids[i].tobytes().hex() for i in unlisted])
@@ -247,28 +291,38 @@ def _enumerate(
         if gone:
             raise RepositoryError(f"object {gone[0]} is reachable but missing from the repository; nothing was changed")
         arrived[unlisted] = True
-    keep_rows = ~in_kept & ~arrived
+    keep_rows = ~in_kept & ~in_alternate & ~arrived
     oids, hashes, source, pos = oids[keep_rows], hashes[keep_rows], source[keep_rows], pos[keep_rows]
     reachable = np.ones(len(source), dtype=bool)
 
-    if not prune_unreachable:
-        # Unreachable objects follow, pack by pack in pack order, then loose ones by id.
-        parts: list[tuple[np.ndarray, int, np.ndarray]] = []
-        seen = sort_keys(keys(oids))
-        candidates = [(i, repo.packs[i].layout.oids) for i in movable if not repo.packs[i].foreign]
-        candidates.append((LOOSE, repo.loose.oids))
-        for src, their in candidates:
-            k = keys(their)
-            absent = lookup(seen, k) < 0
-            if absent.any():
-                parts.append((their[absent], src, np.flatnonzero(absent).astype(np.int64)))
-                seen = sort_keys(np.concatenate([seen, k[absent]]))
-        if parts:
-            oids = np.concatenate([oids] + [p[0] for p in parts])
-            hashes = np.concatenate([hashes] + [np.zeros(len(p[2]), np.uint32) for p in parts])
-            source = np.concatenate([source] + [np.full(len(p[2]), p[1], np.int32) for p in parts])
-            pos = np.concatenate([pos] + [p[2] for p in parts])
-            reachable = np.concatenate([reachable, np.zeros(sum(len(p[2]) for p in parts), bool)])
+    # Unreachable objects follow, pack by pack in pack order, then loose ones by id: only
+    # local copies (Git's cruft pack holds local objects), none a .keep pack or, with
+    # `local`, an alternate has.
+    parts: list[tuple[np.ndarray, int, np.ndarray]] = []
+    seen = sort_keys(keys(oids))
+    excluded = kept_packs + (alternate_packs if local else [])
+    candidates = [(i, repo.packs[i].layout.oids, None) for i in movable if not repo.packs[i].foreign]
+    local_loose = np.flatnonzero(~repo.loose.foreign)
+    candidates.append((LOOSE, repo.loose.oids[local_loose], local_loose))
+    if not unreachable:
+        candidates = []
+    for src, their, rows_of in candidates:
+        k = keys(their)
+        absent = lookup(seen, k) < 0
+        if absent.any() and excluded:
+            absent[absent] = ~_present_in(excluded, k[absent])
+        if local and absent.any() and repo.loose.foreign.any():
+            absent[absent] = lookup(keys(repo.loose.oids[repo.loose.foreign]), k[absent]) < 0
+        if absent.any():
+            at = np.flatnonzero(absent).astype(np.int64)
+            parts.append((their[absent], src, at if rows_of is None else rows_of[at]))
+            seen = sort_keys(np.concatenate([seen, k[absent]]))
+    if parts:
+        oids = np.concatenate([oids] + [p[0] for p in parts])
+        hashes = np.concatenate([hashes] + [np.zeros(len(p[2]), np.uint32) for p in parts])
+        source = np.concatenate([source] + [np.full(len(p[2]), p[1], np.int32) for p in parts])
+        pos = np.concatenate([pos] + [p[2] for p in parts])
+        reachable = np.concatenate([reachable, np.zeros(sum(len(p[2]) for p in parts), bool)])
 
     kinds = _kinds(repo, source, pos)
     if walk.in_commit_order:
@@ -283,7 +337,19 @@ def _enumerate(
     for i, p in enumerate(repo.packs):
         if p.promisor:
             promisor |= source == i
-    return ObjectTable(oids, kinds, hashes, reachable, tagged, source, pos, promisor, missing)
+    return ObjectTable(
+        oids,
+        kinds,
+        hashes,
+        reachable,
+        tagged,
+        source,
+        pos,
+        promisor,
+        missing,
+        in_keep_packs=int(in_kept.sum()),
+        in_alternates=int(in_alternate.sum()),
+    )
 
 
 @dataclass

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
+import re
 import subprocess
 import threading
 from pathlib import Path
 
 from packorder import _native, gitcmd
+from packorder import lock as lock_mod
 from packorder.errors import RepositoryError
 from packorder.object_store import alternates, list_loose, list_packs
+from packorder.order_catalog import CATALOG, DEFAULT_ORDER, configured_order
 
 IN_COMMIT_ORDER = ("--in-commit-order",)
 # What the default branch (HEAD) holds that no tag does: the unreleased history a fetch from
@@ -27,6 +29,7 @@ IN_COMMIT_ORDER = ("--in-commit-order",)
 # blobs, HEAD's in 12 MB, so gathering all of them gathered little (docs/locality.md).
 # --ignore-missing: an unborn HEAD walks nothing instead of failing the repack.
 UNRELEASED = ("--ignore-missing", "HEAD", "--not", "--tags")
+_HEX_ID = re.compile(r"[0-9a-f]{40}")
 
 
 class ObjectWalk:
@@ -45,15 +48,31 @@ class ObjectWalk:
         self.in_commit_order = "--in-commit-order" in extra
         self._result: tuple[bytes, bytes, bytes] | None = None
         args = [gitcmd.GIT, "--git-dir", str(git_dir), "rev-list", "--objects", *extra]
+        roots: list[str] = []
         if revs is not None:
             args += revs
         else:
             args += ["--all", "--reflog"]
             if (git_dir / "index").exists():
                 args.append("--indexed-objects")
+            roots = graft_roots(git_dir)
+            if roots:
+                args += ["--ignore-missing", "--stdin"]
         if missing_ok:
             args.append("--missing=print")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=gitcmd.git_env())
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if roots else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=gitcmd.git_env(),
+        )
+        if roots:
+            assert self.proc.stdin is not None
+            # rev-list reads all of its standard input before it prints anything.
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.write("".join(r + "\n" for r in roots).encode())
+            self.proc.stdin.close()
         self.parser = _native.RevList()
         self.error: BaseException | None = None
         self.stderr = b""
@@ -93,6 +112,19 @@ class ObjectWalk:
         self.proc.wait()
 
 
+def graft_roots(git_dir: Path) -> list[str]:
+    """Every commit a graft file names. Git walks without grafts here (gitcmd.git_env), and
+    `git pack-objects --keep-true-parents`, which `git repack` runs, keeps both a grafted
+    commit's true parents and its graft parents: walking from the graft parents too keeps
+    what Git keeps (and, for a graft on an unreachable commit, a little more)."""
+    path = os.environ.get("GIT_GRAFT_FILE") or str(git_dir / "info" / "grafts")
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return []
+    return [w for line in text.splitlines() if not line.startswith("#") for w in line.split() if _HEX_ID.fullmatch(w)]
+
+
 class TagTips:
     """`git show-ref --tags -d`, run beside the walk: each tag ref's target and what it peels to."""
 
@@ -121,10 +153,11 @@ class Snapshot:
     def __init__(self, git_dir: Path, locked: bool) -> None:
         self.git_dir = git_dir
         self.locked = locked
-        self.lock_path: Path | None = None
+        self.lock: lock_mod.RepositoryLock | None = None
         self.local_packs: list[Path] = []
         self.foreign_packs: list[Path] = []
         self.loose: list[tuple[bytes, Path]] = []
+        self.foreign_loose: list[tuple[bytes, Path]] = []  # the alternates' loose objects
         self.walk: ObjectWalk | None = None
         self.tags: TagTips | None = None
         # For the orders that place objects by where they sit in history: the walk in commit
@@ -132,6 +165,8 @@ class Snapshot:
         # history, run beside it on the other core.
         self.intro_walk: ObjectWalk | None = None
         self.unreleased_walk: ObjectWalk | None = None
+        self.config: gitcmd.Config | None = None
+        self.order = DEFAULT_ORDER  # the order whose walks were started
 
     def __enter__(self) -> Snapshot:
         return self
@@ -143,10 +178,9 @@ class Snapshot:
         for run in (self.walk, self.tags, self.intro_walk, self.unreleased_walk):
             if run is not None:
                 run.stop()
-        if self.lock_path is not None:
-            with contextlib.suppress(OSError):
-                self.lock_path.unlink()
-            self.lock_path = None
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     @property
     def objects_dir(self) -> Path:
@@ -168,22 +202,6 @@ class Snapshot:
         return walk, tags
 
 
-def _lock(pack_dir: Path) -> Path:
-    """objects/pack/packorder-repack.lock, created atomically: two repacks never interleave."""
-    path = pack_dir / "packorder-repack.lock"
-    pack_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        holder = (path.read_text(errors="replace").strip() if path.exists() else "") or "holder unknown"
-        raise RepositoryError(
-            f"another repack holds {path} ({holder}); if no repack is running, remove that file"
-        ) from None
-    with os.fdopen(fd, "w") as f:
-        f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-    return path
-
-
 def _open(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
     git_dir = gitcmd.find_git_dir(path)
     objects = git_dir / "objects"
@@ -197,6 +215,7 @@ def _list(snap: Snapshot) -> None:
     snap.local_packs = list_packs(objects / "pack")
     for alt in alternates(objects):
         snap.foreign_packs += list_packs(alt / "pack")
+        snap.foreign_loose += list_loose(alt)
     snap.loose = list_loose(objects)
 
 
@@ -207,20 +226,29 @@ def listed(path: str | os.PathLike[str] | None) -> Snapshot:
     return snap
 
 
-def take(path: str | os.PathLike[str] | None, lock: bool, intro: bool = False, unreleased: bool = False) -> Snapshot:
-    """Lock (if `lock`), list, then start the walk (with `intro`, in commit order) and, with
-    `unreleased`, the walk of unreleased history beside it, in that order."""
+def take(
+    path: str | os.PathLike[str] | None,
+    lock: bool,
+    order: str | None = None,
+    warn: lock_mod.Warn | None = None,
+) -> Snapshot:
+    """Lock (if `lock`: lock.py), list, then start the walks `order` needs (the repository's
+    `packorder.order` when None): the main walk (in commit order when the order needs each
+    object's introducing commit) and, beside it, the walk of unreleased history."""
     snap = _open(path, lock)
     try:
+        snap.config = gitcmd.read_config(snap.git_dir)
+        snap.order = configured_order(snap.config, order)
+        needs = CATALOG[snap.order]
         if lock:
-            snap.lock_path = _lock(snap.objects_dir / "pack")
+            snap.lock = lock_mod.acquire(snap.git_dir, warn)
         _list(snap)
         promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)
-        snap.walk = ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER if intro else ())
+        snap.walk = ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER if needs.needs_intro else ())
         snap.tags = TagTips(snap.git_dir)
-        if intro:
+        if needs.needs_intro:
             snap.intro_walk = snap.walk
-        if unreleased:
+        if needs.needs_unreleased:
             snap.unreleased_walk = ObjectWalk(snap.git_dir, missing_ok=promisor, revs=UNRELEASED)
     except BaseException:
         snap.close()

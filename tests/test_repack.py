@@ -21,6 +21,7 @@ CRASH_POINTS = [
     "verified",
     "rev-installed",
     "pack-renamed",
+    "mtimes-installed",
     "bitmap-installed",
     "idx-installed",
     "midx-removed",
@@ -103,18 +104,21 @@ def test_recency_without_deltas_equals_git_repack_f(packed: Path, tmp_path: Path
 
 
 @pytest.mark.parametrize("order", ["recency", "git", "rev-list", "type"])
-@pytest.mark.parametrize("verify", ["full", "crc"])
+@pytest.mark.parametrize("verify", ["produced", "full", "crc"])
 def test_every_object_survives(work: Path, order: str, verify: str) -> None:
     before = contents(work / ".git")
     result = packorder.repack(work, order=order, verify=verify)
     after = contents(work / ".git")
     assert after == before
     git(work, "fsck", "--full", "--strict")
-    (idx,) = (work / ".git" / "objects" / "pack").glob("*.idx")
-    git(work, "verify-pack", str(idx))
+    for idx in (work / ".git" / "objects" / "pack").glob("*.idx"):
+        git(work, "verify-pack", str(idx))
     assert result.objects == len(before) and result.unreachable_kept == 1
     assert result.reused_deltas > 100
     assert not list((work / ".git" / "objects").glob("[0-9a-f][0-9a-f]/*"))
+    # The ordered pack holds the reachable objects, the cruft pack the unreachable blob.
+    (cruft,) = result.cruft_packs
+    assert cruft.with_suffix(".mtimes").exists() and len(result.packs) == 2
 
 
 def test_recency_puts_trees_after_commits_even_when_deltas_are_reused(packed: Path) -> None:
@@ -130,9 +134,10 @@ def test_recency_puts_trees_after_commits_even_when_deltas_are_reused(packed: Pa
 
 
 def test_bases_precede_their_deltas(work: Path) -> None:
-    packorder.repack(work, order="type")
-    lay = layout.load(next((work / ".git" / "objects" / "pack").glob("*.pack")))
+    result = packorder.repack(work, order="type")
+    lay = layout.load(result.packs[0])  # the ordered pack
     has = lay.base >= 0
+    assert has.sum() > 100
     assert (lay.base[has] < np.flatnonzero(has)).all()
 
 
@@ -144,21 +149,20 @@ def test_depth_limit_cuts_chains(packed: Path) -> None:
 
 
 def test_ref_delta(work: Path) -> None:
-    packorder.repack(work, ref_delta=True)
-    lay = layout.load(next((work / ".git" / "objects" / "pack").glob("*.pack")))
+    result = packorder.repack(work, ref_delta=True)
+    lay = layout.load(result.packs[0])  # the ordered pack (the cruft pack holds one blob)
     assert (lay.kinds == 7).sum() > 100 and (lay.kinds == 6).sum() == 0
     git(work, "fsck", "--full")
 
 
-def test_prune_unreachable(work: Path) -> None:
-    git(work, "config", "gc.pruneExpire", "now")
-    result = packorder.repack(work, prune_unreachable=True)
-    assert result.unreachable_pruned == 1 and result.unreachable_kept == 0
+def test_expired_unreachable_objects_are_dropped(work: Path) -> None:
+    result = packorder.repack(work, cruft_expiration="now")
+    assert result.unreachable_pruned == 1 and result.unreachable_kept == 0 and result.cruft_packs == []
     git(work, "fsck", "--full")
 
 
-def test_young_unreachable_objects_survive_pruning(work: Path) -> None:
-    result = packorder.repack(work, prune_unreachable=True)
+def test_young_unreachable_objects_survive_expiry(work: Path) -> None:
+    result = packorder.repack(work, cruft_expiration="2.weeks.ago")
     assert result.unreachable_pruned == 0 and result.unreachable_kept == 1
 
 
@@ -180,15 +184,18 @@ def test_dry_run_and_output_dir_leave_the_repository_alone(work: Path, tmp_path:
     out = tmp_path / "out"
     result = packorder.repack(work, output_dir=out)
     assert sorted(str(p) for p in (work / ".git" / "objects").rglob("*")) == listing
-    (pack,) = out.glob("*.pack")
-    git(None, "verify-pack", str(pack.with_suffix(".idx")))
-    assert result.packs == [pack] and result.removed_packs == []
+    packs = sorted(out.glob("*.pack"))
+    for pack in packs:
+        git(None, "verify-pack", str(pack.with_suffix(".idx")))
+    assert sorted(result.packs) == packs and len(packs) == 2 and result.removed_packs == []
 
 
 def test_lock_keeps_two_repacks_apart(work: Path) -> None:
-    lock = work / ".git" / "objects" / "pack" / "packorder-repack.lock"
-    lock.write_text("pid 1 on elsewhere\n")
-    with pytest.raises(RepositoryError, match="another repack"):
+    """The lock is Git's gc.pid: one naming a live process (here on another host, which Git
+    trusts for 12 hours) stops the repack; the lock is gone after a run."""
+    lock = work / ".git" / "gc.pid"
+    lock.write_text("1 elsewhere")
+    with pytest.raises(RepositoryError, match="gc is already running on machine 'elsewhere' pid 1"):
         packorder.repack(work)
     lock.unlink()
     packorder.repack(work)
@@ -237,7 +244,7 @@ def test_objects_pushed_during_the_repack_survive(work: Path) -> None:
 
 
 def test_the_walk_starts_after_the_listing(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pack listed after Git's walk began could be removed by --prune-unreachable while its
+    """A pack listed after Git's walk began could be removed by an expiring repack while its
     objects were invisible to the walk: the snapshot lists first, then walks."""
     from packorder import snapshot
 
@@ -247,7 +254,7 @@ def test_the_walk_starts_after_the_listing(work: Path, monkeypatch: pytest.Monke
         monkeypatch.setattr(snapshot, name, lambda *a, _r=real, _n=name: steps.append(_n) or _r(*a))
     real_walk = snapshot.ObjectWalk
     monkeypatch.setattr(snapshot, "ObjectWalk", lambda *a, **k: steps.append("walk") or real_walk(*a, **k))
-    packorder.repack(work, prune_unreachable=True)
+    packorder.repack(work, cruft_expiration="now")
     assert steps[-1] == "walk" and "list_packs" in steps and "list_loose" in steps
     git(work, "fsck", "--full")
 
@@ -257,7 +264,6 @@ def test_a_pack_arriving_after_the_snapshot_survives_pruning(work: Path) -> None
     objects, even though the walk may not have seen them and unreachable objects are pruned."""
     from packorder import snapshot
 
-    git(work, "config", "gc.pruneExpire", "now")  # no grace period to hide a mistake
     start = snapshot.take(work, lock=True)
     (work / "pushed.txt").write_text("arrived after the snapshot\n")
     git(work, "add", "pushed.txt")
@@ -268,11 +274,11 @@ def test_a_pack_arriving_after_the_snapshot_survives_pruning(work: Path) -> None
     git(work, "pack-objects", "-q", str(pack_dir / "pack"), input=objects.encode())
     git(work, "prune-packed")
     (new_pack,) = set(pack_dir.glob("*.pack")) - set(start.local_packs)
-    packorder.repack(work, prune_unreachable=True, start=start)
+    packorder.repack(work, cruft_expiration="now", start=start)  # no grace period to hide a mistake
     assert new_pack.exists()
     git(work, "cat-file", "-p", f"{pushed}:pushed.txt")
     git(work, "fsck", "--full")
-    assert not (pack_dir / "packorder-repack.lock").exists()
+    assert not (work / ".git" / "gc.pid").exists()
 
 
 def test_a_push_the_walk_sees_but_the_listing_does_not_stays_where_it_is(work: Path) -> None:
@@ -281,7 +287,6 @@ def test_a_push_the_walk_sees_but_the_listing_does_not_stays_where_it_is(work: P
     repack leaves them in their pack rather than failing or losing them."""
     from packorder import snapshot
 
-    git(work, "config", "gc.pruneExpire", "now")
     start = snapshot.take(work, lock=True)
     (work / "pushed.txt").write_text("seen by the walk, not by the listing\n")
     git(work, "add", "pushed.txt")
@@ -297,7 +302,7 @@ def test_a_push_the_walk_sees_but_the_listing_does_not_stays_where_it_is(work: P
     tags.stop()
     start.walk = snapshot.ObjectWalk(start.git_dir, missing_ok=False)
     start.tags = snapshot.TagTips(start.git_dir)
-    result = packorder.repack(work, prune_unreachable=True, start=start)
+    result = packorder.repack(work, cruft_expiration="now", start=start)
     assert new_pack.exists() and new_pack not in result.removed_packs
     git(work, "cat-file", "-p", f"{pushed}:pushed.txt")
     git(work, "fsck", "--full")
@@ -356,8 +361,7 @@ def test_run_from_a_linked_worktree_repacks_the_repository_and_keeps_its_head(wo
     git(linked, "add", "only-here.txt")
     git(linked, "commit", "-q", "-m", "detached, in the linked worktree", when=1_800_000_000)
     detached = git(linked, "rev-parse", "HEAD").decode().strip()
-    git(work, "config", "gc.pruneExpire", "now")
-    result = packorder.repack(linked, prune_unreachable=True)
+    result = packorder.repack(linked, cruft_expiration="now")
     assert result.git_dir == (work / ".git").resolve()
     assert result.packs and all(p.parent == work / ".git" / "objects" / "pack" for p in result.packs)
     git(work, "cat-file", "-e", detached)
@@ -420,8 +424,7 @@ def test_killed_at_any_point_the_repository_stays_valid(work: Path, point: str) 
     assert proc.returncode == 137, proc.stderr.decode()
     git(work, "fsck", "--full")
     assert contents(work / ".git") == before
-    # The next repack recovers (after the stale lock is removed, as its message says).
-    (work / ".git" / "objects" / "pack" / "packorder-repack.lock").unlink(missing_ok=True)
+    # The next repack recovers: the killed one's lock names a dead process.
     packorder.repack(work)
     git(work, "fsck", "--full")
     assert contents(work / ".git") == before
@@ -434,7 +437,6 @@ def test_killed_at_random_times(work: Path) -> None:
         time.sleep(delay)
         proc.kill()
         proc.wait()
-        (work / ".git" / "objects" / "pack" / "packorder-repack.lock").unlink(missing_ok=True)
         git(work, "fsck", "--full")
         assert contents(work / ".git") == before
 
@@ -503,12 +505,11 @@ def test_an_interrupt_while_arguments_are_parsed_is_fatal_interrupted() -> None:
     assert (proc.returncode, proc.stderr.decode()) == (130, "fatal: interrupted\n")
 
 
-def test_cli_offers_every_order() -> None:
-    from packorder.cli import ORDER_NAMES, ORDER_WALKS
+def test_every_order_of_the_catalog_has_its_function() -> None:
     from packorder.order import ORDERS
+    from packorder.order_catalog import CATALOG
 
-    assert sorted(ORDER_NAMES) == sorted(ORDERS)
-    assert {name: (spec.needs_intro, spec.needs_unreleased) for name, spec in ORDERS.items()} == ORDER_WALKS
+    assert sorted(ORDERS) == sorted(CATALOG) and all(callable(spec.fn) for spec in ORDERS.values())
 
 
 def test_one_walk_in_commit_order_gives_the_discovery_order_and_the_introducing_commits(tmp_path: Path) -> None:
@@ -537,7 +538,7 @@ def test_one_walk_in_commit_order_gives_the_discovery_order_and_the_introducing_
     repo.run("add", "staged.txt")
     opened = open_repository(repo.path)
     plain = enumerate_objects(opened)
-    with snapshot.take(repo.path, lock=False, intro=True) as start:
+    with snapshot.take(repo.path, lock=False, order="history") as start:
         assert start.walk is not None and start.walk.in_commit_order and start.intro_walk is start.walk
         one = enumerate_objects(opened, snapshot=start)
         intro_walk = start.take_history_walks()[0]
@@ -595,8 +596,7 @@ def test_empty_repository_and_everything_pruned(tmp_path: Path) -> None:
     blob = git(empty, "hash-object", "-w", "--stdin", input=b"lonely\n").strip()
     git(empty, "pack-objects", "-q", str(empty / "objects" / "pack" / "pack"), input=blob + b"\n")
     git(empty, "prune-packed")
-    git(empty, "config", "gc.pruneExpire", "now")
-    result = packorder.repack(empty, prune_unreachable=True)
+    result = packorder.repack(empty, cruft_expiration="now")
     assert result.unreachable_pruned == 1 and result.packs == [] and len(result.removed_packs) == 1
     assert list((empty / "objects" / "pack").glob("*.pack")) == []
     assert subprocess.run(["git", "--git-dir", str(empty), "cat-file", "-e", blob]).returncode != 0

@@ -16,6 +16,7 @@ pub mod inflate;
 pub mod layout;
 pub mod loose;
 pub mod nearness;
+pub mod object_check;
 pub mod object_read;
 pub mod progress;
 mod py_bitmap;
@@ -405,6 +406,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Sha1>()?;
     m.add_class::<py_write::RevList>()?;
     m.add_class::<py_write::PackWriter>()?;
+    m.add_class::<py_write::ObjectCheck>()?;
     m.add_class::<py_delta::DeltaIndex>()?;
     m.add_class::<py_delta::DeltaSearch>()?;
     m.add_function(wrap_pyfunction!(py_bitmap::pack_bitmap, m)?)?;

@@ -190,6 +190,12 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// The object entry `pos` of pack `s` stands for, whatever its size.
+    pub fn read_entry(&mut self, s: u32, pos: usize) -> Result<Rc<Vec<u8>>> {
+        self.stats.objects += 1;
+        self.read_packed(s, pos)
+    }
+
     fn read_packed(&mut self, s: u32, pos: usize) -> Result<Rc<Vec<u8>>> {
         let src = self.source(s)?;
         // The chain from `pos` down to the first entry we have (or can inflate whole).

@@ -10,6 +10,8 @@ use pyo3::types::{PyBytes, PyTuple};
 use crate::columns::{self, i64s, u32s, u64s, Col, SourceArgs};
 use crate::entry::{ObjectId, RAWSZ};
 use crate::error::PackError;
+use crate::object_check::check_objects;
+use crate::object_read::Store;
 use crate::progress::Progress;
 use crate::revlist::RevListParser;
 use crate::to_py_err;
@@ -204,6 +206,73 @@ impl PackWriter {
             written.size.into_pyobject(py)?.into_any().unbind(),
         ];
         PyTuple::new(py, items)
+    }
+
+    fn progress(&self) -> (u8, u64, u64) {
+        self.progress.snapshot()
+    }
+
+    fn cancel(&self) {
+        self.progress.cancelled.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A check's inputs: the new pack, the entries to check, their planned ids and types.
+type CheckJob = (Store, Vec<u64>, Vec<ObjectId>, Vec<u8>);
+
+/// The proof that chosen entries of a new pack are the planned objects (object_check.rs),
+/// run with the GIL released and polled for progress like the writer.
+#[pyclass(frozen, module = "packorder._native")]
+pub struct ObjectCheck {
+    progress: Arc<Progress>,
+    job: Mutex<Option<CheckJob>>,
+    threads: usize,
+    budget: u64,
+}
+
+#[pymethods]
+impl ObjectCheck {
+    /// pack: the new pack as a source (see PackWriter); targets: pack positions (u64) in
+    /// ascending order; ids: the id planned for each; kinds: each one's type (u8).
+    #[new]
+    #[pyo3(signature = (pack, targets, ids, kinds, threads, budget, object_limit))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        pack: SourceArgs<'_>,
+        targets: &[u8],
+        ids: &[u8],
+        kinds: &[u8],
+        threads: usize,
+        budget: u64,
+        object_limit: u64,
+    ) -> PyResult<Self> {
+        let source = columns::source(pack)?;
+        let store = Store::new(vec![source], Vec::new(), object_limit).map_err(to_py_err)?;
+        let targets = u64s(targets);
+        let ids = id_column(ids, "check ids")?.to_vec();
+        if ids.len() != targets.len() || kinds.len() != targets.len() {
+            return Err(bad_plan("check columns differ in length"));
+        }
+        Ok(ObjectCheck {
+            progress: Arc::new(Progress::default()),
+            job: Mutex::new(Some((store, targets, ids, kinds.to_vec()))),
+            threads,
+            budget,
+        })
+    }
+
+    fn run(&self, py: Python<'_>) -> PyResult<()> {
+        let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some((store, targets, ids, kinds)) = job else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "this check has already run",
+            ));
+        };
+        let progress = self.progress.clone();
+        progress.start(1, targets.len() as u64);
+        let (threads, budget) = (self.threads, self.budget);
+        py.detach(|| check_objects(&store, &targets, &ids, &kinds, threads, budget, &progress))
+            .map_err(to_py_err)
     }
 
     fn progress(&self) -> (u8, u64, u64) {

@@ -34,6 +34,7 @@ class PackLayout:
     base: np.ndarray  # int64: pack position of the delta base, NO_BASE if whole or not in pack
     oids: np.ndarray  # (count, 20) uint8, in pack order
     checksum: bytes
+    idx_to_pack: np.ndarray | None = None  # int64: the pack position of each .idx position
 
     @property
     def object_sizes(self) -> np.ndarray:
@@ -167,4 +168,8 @@ def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None
         pos = np.full(len(want), NO_BASE, dtype=np.int64)
         pos[hit] = np.searchsorted(offsets, index.offsets[at_c[hit]])
         base[ref] = pos
-    return PackLayout(pack_path, offsets, ends, kinds, sizes, None, header_lens, base, oids, index.pack_checksum)
+    idx_to_pack = np.empty(len(order), dtype=np.int64)
+    idx_to_pack[order] = np.arange(len(order))
+    return PackLayout(
+        pack_path, offsets, ends, kinds, sizes, None, header_lens, base, oids, index.pack_checksum, idx_to_pack
+    )

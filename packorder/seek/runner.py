@@ -48,7 +48,7 @@ def run(
 ) -> float:
     """Run `command` with output discarded; its wall time in seconds. While it runs, `count`
     (e.g. accesses logged so far) feeds the progress line."""
-    env = git_env({k: v for k, v in command.env.items() if v is not None})
+    env = git_env({k: v for k, v in command.env.items() if v is not None}, as_stored=False)
     for name in [k for k, v in command.env.items() if v is None]:
         env.pop(name, None)
     with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as stdin:

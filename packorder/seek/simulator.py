@@ -103,7 +103,7 @@ def plan(
     repository = open_repository(repo)
     if progress is not None:
         progress("Planning layouts", 0, len(orders))
-    table = enumerate_objects(repository)
+    table = enumerate_objects(repository, unreachable=False)  # the ordered pack holds only those
     sizes = np.zeros(table.count, dtype=np.uint64)
     for i, pack in enumerate(repository.packs):
         rows = np.flatnonzero(table.source == i)

@@ -1,0 +1,194 @@
+"""The lock a repack holds: Git's own `gc.pid`, taken the way `git gc` takes it.
+
+`$GIT_DIR/gc.pid` names the process that maintains the repository ("PID HOST"). Using Git's
+file and rule means a `git gc` started beside a packorder repack refuses to run, and a
+packorder repack refuses to start beside a `git gc`; and `git gc` and `git count-objects`
+do not report it as garbage, as they did the old `objects/pack/packorder-repack.lock`.
+
+The rule, Git's: the file is read and rewritten under `gc.pid.lock` (created exclusively), and
+a `gc.pid` is honoured only if it is younger than 12 hours and names either another host or
+a process that is alive on this one. So a lock left by a killed repack costs the next run one
+warning. packorder adds the holder's start time on a second line (Git reads only the first
+two words), so that a dead holder whose pid was reused is recognised as dead too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from packorder.errors import RepositoryError
+
+GC_PID = "gc.pid"
+STALE_AFTER = 12 * 3600  # seconds: Git's limit on how long a gc.pid is honoured
+# gc.pid.lock is held only while gc.pid is read and rewritten (microseconds); one this old
+# was left by a process killed in between.
+STALE_LOCKFILE_AFTER = 600
+LOCKFILE_WAIT = 2.0  # seconds to wait for a gc.pid.lock held by a live process
+# Earlier versions of packorder locked with this file, which Git reports as garbage.
+LEGACY_LOCK = Path("objects") / "pack" / "packorder-repack.lock"
+
+Warn = Callable[[str], None]
+
+
+class LockHeld(RepositoryError):
+    """Another repack or gc holds the repository."""
+
+    def __init__(self, holder: Holder) -> None:
+        self.holder = holder
+        super().__init__(
+            f"gc is already running on machine '{holder.host}' pid {holder.pid} ({holder.path}); "
+            "if it is not, remove that file or wait 12 hours"
+        )
+
+
+@dataclass
+class Holder:
+    pid: int
+    host: str
+    started: str | None  # the holder's start time, when packorder wrote the file
+    age: float  # seconds since the file was written
+    path: Path
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), to tell a reused pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces: fields are counted after its ')'.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError as e:
+        return e.errno == errno.EPERM
+    return True
+
+
+def read_holder(path: Path) -> Holder | None:
+    """Who `path` (a gc.pid) names, or None if it is absent or unreadable as Git reads it."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            age = time.time() - os.fstat(f.fileno()).st_mtime
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    words = lines[0].split() if lines else []
+    if len(words) < 2 or not words[0].isdigit():
+        return None
+    started = None
+    if len(lines) > 1 and lines[1].startswith("packorder-start "):
+        started = lines[1].split()[1]
+    return Holder(int(words[0]), words[1], started, age, path)
+
+
+def holds(holder: Holder, my_host: str) -> bool:
+    """Git's rule (builtin/gc.c, lock_repo_for_gc), plus the start time where there is one."""
+    if holder.age > STALE_AFTER:
+        return False
+    if holder.host != my_host:
+        return True  # a gc on another machine sharing the repository: Git trusts it for 12 hours
+    if not _alive(holder.pid):
+        return False
+    now = _start_time(holder.pid) if holder.started is not None else None
+    return now is None or now == holder.started
+
+
+class RepositoryLock:
+    """gc.pid, held until release(); release removes it only if it still names this process."""
+
+    def __init__(self, path: Path, content: str) -> None:
+        self.path = path
+        self.content = content
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.path.read_text(errors="replace") == self.content:
+                self.path.unlink()
+
+
+def acquire(git_dir: Path, warn: Warn | None = None, force: bool = False) -> RepositoryLock:
+    """Take gc.pid for this process, or raise LockHeld. A stale one (dead holder, or older than
+    12 hours) is taken over with a warning; `force` takes over a live one, as `git gc --force`."""
+    path = git_dir / GC_PID
+    _remove_legacy_lock(git_dir, warn)
+    lockfile = _create_lockfile(path.with_name(GC_PID + ".lock"), warn)
+    try:
+        my_host = socket.gethostname()
+        holder = read_holder(path)
+        if holder is not None and holds(holder, my_host) and not force:
+            raise LockHeld(holder)
+        if holder is not None and warn is not None:
+            why = "older than 12 hours" if holder.age > STALE_AFTER else "no longer running"
+            if force and holds(holder, my_host):
+                why = "taken over by --force"
+            warn(f"took over {path}: its holder (pid {holder.pid} on {holder.host}) is {why}")
+        pid = os.getpid()
+        started = _start_time(pid)
+        content = f"{pid} {my_host}\n" + (f"packorder-start {started}\n" if started else "")
+        os.write(lockfile, content.encode())
+        os.close(lockfile)
+        lockfile = -1
+        os.replace(path.with_name(GC_PID + ".lock"), path)
+    except BaseException:
+        if lockfile >= 0:
+            os.close(lockfile)
+        with contextlib.suppress(OSError):
+            path.with_name(GC_PID + ".lock").unlink()
+        raise
+    return RepositoryLock(path, content)
+
+
+def _create_lockfile(lock: Path, warn: Warn | None) -> int:
+    """Create `lock` exclusively (Git's lockfile protocol), waiting briefly for a live holder
+    and removing one left by a killed process."""
+    deadline = time.monotonic() + LOCKFILE_WAIT
+    while True:
+        try:
+            return os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                age = time.time() - lock.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if age > STALE_LOCKFILE_AFTER:
+                with contextlib.suppress(FileNotFoundError):
+                    lock.unlink()
+                if warn is not None:
+                    warn(f"removed {lock}, left by a process killed {int(age)} seconds ago")
+                continue
+            if time.monotonic() > deadline:
+                raise RepositoryError(
+                    f"cannot lock the repository: {lock} exists; another gc or repack is starting "
+                    "(if none is, remove that file)"
+                ) from None
+            time.sleep(0.02)
+        except OSError as e:
+            raise RepositoryError(f"cannot lock the repository: {lock}: {e.strerror}") from None
+
+
+def _remove_legacy_lock(git_dir: Path, warn: Warn | None) -> None:
+    """The lock of earlier packorder versions ("pid N on HOST"): refuse while its holder
+    lives, remove it otherwise."""
+    path = git_dir / LEGACY_LOCK
+    try:
+        words = path.read_text(errors="replace").split()
+    except OSError:
+        return
+    if len(words) >= 4 and words[1].isdigit() and words[3] == socket.gethostname() and _alive(int(words[1])):
+        raise RepositoryError(f"an older packorder repack holds {path} (pid {words[1]}); wait for it to finish")
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    if warn is not None:
+        warn(f"removed {path}, the lock of a killed repack")

@@ -1,0 +1,40 @@
+"""Settings several commands share, read from Git's configuration: the verification levels
+of a repack, threads, compression, the delta base cache. Light (standard library only), so
+that the command line can offer them before numpy loads."""
+
+from __future__ import annotations
+
+import os
+
+from packorder.gitcmd import Config
+
+# What each verification level of a repack proves (docs/repack.md has what each costs).
+VERIFY_MODES = {
+    "produced": "copies by their CRC and the plan, every entry packorder produced by its hash",
+    "full": "the whole pack re-indexed: every object inflated, resolved and hashed",
+    "crc": "headers, CRCs and the trailer only, as Git checks its own repack",
+}
+DEFAULT_VERIFY = "produced"
+# core.deltaBaseCacheLimit's default: the delta bases Git keeps in memory, per thread.
+DEFAULT_DELTA_BASE_CACHE_LIMIT = 96 << 20
+
+
+def compression_level(config: Config) -> int:
+    """`pack.compression`, else `core.compression`, else zlib's default 6 (Git's rule)."""
+    level = config.get_int("pack.compression", config.get_int("core.compression", -1))
+    return 6 if level < 0 else min(level, 9)
+
+
+def thread_count(config: Config, threads: int | None, *keys: str) -> int:
+    """Threads asked for, else the first of `keys` set (0 there means "all"), else every core."""
+    if threads:
+        return threads
+    for key in keys:
+        configured = config.get_int(key, 0)
+        if configured:
+            return configured
+    return os.cpu_count() or 1
+
+
+def delta_base_cache_limit(config: Config) -> int:
+    return config.get_int("core.deltaBaseCacheLimit", DEFAULT_DELTA_BASE_CACHE_LIMIT)
