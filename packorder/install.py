@@ -31,10 +31,22 @@ def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, p
     final = out_dir / f"pack-{checksum.hex()}.pack"
     stem = final.with_suffix("")
     if final.exists() and (out_dir / f"{stem.name}.idx").exists():
-        tmp_pack.unlink()  # the very same pack is already installed
-        for ext, data in ((".bitmap", files.bitmap), (".mtimes", files.mtimes)):
+        # The very same pack is installed already: its companions become this run's, and one
+        # this run does not write goes, as `git repack` unlinks it.
+        tmp_pack.unlink()
+        companions = {
+            ".rev": files.rev,
+            ".mtimes": files.mtimes,
+            ".bitmap": files.bitmap,
+            ".promisor": b"" if promisor else None,
+        }
+        for ext, data in companions.items():
             if data is not None:
-                write_atomically(stem.with_suffix(ext), lambda f, data=data: f.write(data))
+                mode = 0o644 if ext == ".promisor" else 0o444
+                write_atomically(stem.with_suffix(ext), lambda f, data=data: f.write(data), mode)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    stem.with_suffix(ext).unlink()
         return final
     if files.rev is not None:
         write_atomically(stem.with_suffix(".rev"), lambda f: f.write(files.rev))
@@ -148,7 +160,7 @@ def remove_replaced(
         for k in np.flatnonzero(in_pack | expired):
             path = repo.loose.paths[int(local[k])]
             with contextlib.suppress(FileNotFoundError):
-                if expired[k] and expiration is not None and path.stat().st_mtime > expiration:
+                if expired[k] and expiration is not None and int(path.stat().st_mtime) > expiration:
                     continue  # refreshed since the listing: wanted again
                 path.unlink()
                 removed_loose += 1

@@ -33,10 +33,15 @@ def git_env(when: int = 1_700_000_000) -> dict[str, str]:
 
 
 def git(
-    repo: Path | None, *args: str, input: bytes | None = None, when: int = 1_700_000_000, check: bool = True
+    repo: Path | None,
+    *args: str,
+    input: bytes | None = None,
+    when: int = 1_700_000_000,
+    check: bool = True,
+    env_extra: dict[str, str] | None = None,
 ) -> bytes:
     cmd = [GIT] + (["-C", str(repo)] if repo is not None else []) + list(args)
-    proc = subprocess.run(cmd, input=input, capture_output=True, env=git_env(when))
+    proc = subprocess.run(cmd, input=input, capture_output=True, env={**git_env(when), **(env_extra or {})})
     if check and proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.decode(errors='replace')}")
     return proc.stdout
