@@ -4,13 +4,14 @@ render the result. Every PackError becomes one `fatal:` line and exit status 1 (
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
 from packorder import progress as progress_mod
-from packorder.cli_base import fail, guarded, print_json, size_argument
+from packorder.cli_base import INTERRUPTED, command_usage, fail, guarded, print_json, size_argument, usage_error
 from packorder.order_catalog import CATALOG
 from packorder.seek.command import seekstats_cmd
 from packorder.settings import VERIFY_MODES
@@ -30,20 +31,32 @@ def parse_size(value: str | None) -> int | None:
 
 
 class _Commands(click.Group):
-    """click answers an interrupt while it parses arguments with "Aborted!" and status 1; the
-    commands answer one while they run with `fatal: interrupted` and 130. One answer for both."""
+    """Git's answers for every command: a bad command line is `error: ...` with the usage and
+    status 129 (click's own is `Error: ...` and 2); an interrupt is `fatal: interrupted` and
+    130 (click's is "Aborted!" and 1), while arguments are parsed or while a command runs."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
+        try:
+            status = super().main(args=args, prog_name=prog_name, standalone_mode=False, **extra)
+        except click.UsageError as e:
+            usage_error(e.format_message(), command_usage(e.ctx) if e.ctx is not None else None)
+        except click.ClickException as e:
+            fail(e.format_message())
+        except click.Abort:
+            fail("interrupted", INTERRUPTED)
+        sys.exit(status if isinstance(status, int) else 0)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:
             return super().make_context(*args, **kwargs)
         except KeyboardInterrupt:
-            fail("interrupted", 130)
+            fail("interrupted", INTERRUPTED)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            fail("interrupted", 130)
+            fail("interrupted", INTERRUPTED)
 
 
 @click.group(cls=_Commands, context_settings=CONTEXT)

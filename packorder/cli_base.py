@@ -1,5 +1,6 @@
-"""What every command's front end shares, without click: errors as one `fatal:` line and an
-exit status (never a traceback), and JSON output. `index-pack` is parsed without click (see
+"""What every command's front end shares, without click: errors as Git reports them (one
+`fatal:` line and status 128; a usage error as `error:`, the usage and 129; never a
+traceback), and JSON output. `index-pack` is parsed without click (see
 index_pack_command.py), so nothing here may import it."""
 
 from __future__ import annotations
@@ -35,31 +36,63 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-def fail(message: str, status: int = 1) -> NoReturn:
+# Git's exit statuses: die() exits 128, a usage error 129; an interrupt is 128 + SIGINT.
+FATAL, USAGE, INTERRUPTED = 128, 129, 130
+
+
+def fail(message: str, status: int = FATAL) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.write(f"fatal: {message}\n")
     sys.stderr.flush()
     sys.exit(status)
 
 
-def guarded(fn: Callable[..., None]) -> Callable[..., None]:
-    """Turn library errors into one line on stderr and an exit status; never a traceback."""
+def usage_error(message: str, usage: str | None = None) -> NoReturn:
+    """Git's answer to a bad command line: `error: ...`, the usage, status 129."""
+    sys.stdout.flush()
+    sys.stderr.write(f"error: {message}\n")
+    if usage:
+        sys.stderr.write(usage if usage.endswith("\n") else usage + "\n")
+    sys.stderr.flush()
+    sys.exit(USAGE)
+
+
+def click_usage() -> str | None:
+    """The running click command's usage and options, as Git prints them under an error
+    (click is looked up, not imported: index-pack runs without it)."""
+    click = sys.modules.get("click")
+    ctx = click.get_current_context(silent=True) if click is not None else None
+    return command_usage(ctx) if ctx is not None else None
+
+
+def command_usage(ctx: Any) -> str:
+    formatter = ctx.make_formatter()
+    ctx.command.format_usage(ctx, formatter)
+    ctx.command.format_options(ctx, formatter)
+    text = formatter.getvalue()
+    return "usage:" + text[len("Usage:") :] if text.startswith("Usage:") else text
+
+
+def guarded(fn: Callable[..., None], usage: Callable[[], str | None] = click_usage) -> Callable[..., None]:
+    """Turn library errors into one line on stderr and Git's exit status; never a traceback.
+    `usage` gives the usage text shown under a usage error."""
 
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             fn(*args, **kwargs)
         except UsageError as e:
-            fail(str(e), 2)
+            usage_error(str(e), usage())
         except Interrupted:
-            fail("interrupted", 130)
+            fail("interrupted", INTERRUPTED)
         except PackError as e:
             fail(str(e))
         except KeyboardInterrupt:
-            fail("interrupted", 130)
+            fail("interrupted", INTERRUPTED)
         except MemoryError:
             fail("out of memory")
         except BrokenPipeError:
-            sys.exit(1)
+            # What Git's status is when its reader goes away (killed by SIGPIPE: 128 + 13).
+            sys.exit(141)
         except OSError as e:  # a file we were told to read or write
             fail(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
         except BaseException as e:

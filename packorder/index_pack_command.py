@@ -8,9 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from packorder import progress as progress_mod
-from packorder.cli_base import guarded, print_json, size_argument
+from packorder.cli_base import guarded, print_json, size_argument, usage_error
 from packorder.errors import UsageError
 
 DESCRIPTION = "Build the .idx and .rev of PACK, byte-identical to `git index-pack`."
@@ -41,8 +42,15 @@ def _threads(value: str) -> int:
     return n
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with Git's answer to a bad command line (`error: ...`, the usage, 129)."""
+
+    def error(self, message: str) -> NoReturn:
+        usage_error(message, self.format_help())
+
+
 def parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, allow_abbrev=False)
+    p = _Parser(prog=prog, description=DESCRIPTION, allow_abbrev=False)
     p.add_argument("pack", nargs="?", type=Path, metavar="PACK")
     p.add_argument("-o", dest="output", type=Path, metavar="FILE", help="write the index to FILE")
     p.add_argument(
@@ -52,7 +60,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "--fix-thin", action="store_true", help="complete a thin pack with bases from the repository (--stdin)"
     )
     p.add_argument(
-        "--keep", metavar="MSG", help="write a .keep file, with MSG in it if given (--keep or --keep=MSG; --stdin)"
+        "--keep", metavar="MSG", help="write the pack's .keep file, with MSG in it if given (--keep or --keep=MSG)"
     )
     p.add_argument(
         "--verify", action="store_true", help="check that the existing index matches the pack; write nothing"
@@ -77,8 +85,10 @@ def parser(prog: str) -> argparse.ArgumentParser:
         metavar="DIR",
         help="the repository (--stdin stores the pack there; objects it has are checked against the pack's)",
     )
-    p.add_argument("-v", dest="verbose", action="store_true", help="show progress even when stderr is not a terminal")
-    p.add_argument("-q", dest="quiet", action="store_true", help="no progress")
+    p.add_argument(
+        "-v", "--verbose", dest="verbose", action="store_true", help="show progress even when stderr is not a terminal"
+    )
+    p.add_argument("-q", "--quiet", dest="quiet", action="store_true", help="no progress")
     p.add_argument(
         "--json", dest="as_json", action="store_true", help="print counts, sizes, times and peak memory as JSON"
     )
@@ -88,8 +98,9 @@ def parser(prog: str) -> argparse.ArgumentParser:
 def main(argv: list[str], prog: str = "packorder index-pack") -> None:
     # Git's spelling: a bare --keep takes no message (`--keep PACK` must not eat the pack).
     argv = ["--keep=" if a == "--keep" else a for a in argv]
-    args = parser(prog).parse_args(argv)
-    guarded(_run)(args)
+    parse = parser(prog)
+    args = parse.parse_args(argv)
+    guarded(_run, usage=parse.format_help)(args)
 
 
 def _run(args: argparse.Namespace) -> None:

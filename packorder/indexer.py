@@ -20,7 +20,7 @@ from typing import BinaryIO, NamedTuple
 
 from packorder import _native, gitcmd
 from packorder.durable import fsync_dir, write_atomically
-from packorder.errors import CorruptPackError, Interrupted, RepositoryError, UsageError
+from packorder.errors import CorruptPackError, Interrupted, PackError, RepositoryError, UsageError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import RAWSZ, TYPE_CODES
@@ -312,8 +312,6 @@ def index_pack(
         raise UsageError("--fix-thin requires --stdin")
     if verify and stdin is not None:
         raise UsageError("--verify cannot be used with --stdin")
-    if keep and stdin is None:
-        raise UsageError("--keep requires --stdin")
 
     git_dir: Path | None = None
     if stdin is not None or repo is not None:
@@ -331,7 +329,7 @@ def index_pack(
     else:
         pack_path = Path(pack)  # type: ignore[arg-type]
         if not pack_path.is_file():
-            raise UsageError(f"cannot open packfile '{pack_path}': no such file")
+            raise PackError(f"cannot open packfile '{pack_path}': no such file")
 
     temporaries = [received] if received else []
     with _cleanup_on_error(temporaries):
@@ -346,7 +344,7 @@ def index_pack(
         anomalies: frozenset[int] = frozenset()
         if verify:
             if not idx_path.is_file():
-                raise UsageError(f"cannot verify: index file '{idx_path}' does not exist")
+                raise PackError(f"cannot verify: index file '{idx_path}' does not exist")
             existing = idx_format.read(str(idx_path))
             settings.index_version = existing.version
             anomalies = existing.large_small_offsets
@@ -376,9 +374,7 @@ def index_pack(
             final = received.parent / f"pack-{checksum.hex()}.pack"
             idx_path = final.with_suffix(".idx")
             if keep:
-                keep_path = final.with_suffix(".keep")
-                message = "" if keep is True else f"{keep}\n"
-                write_atomically(keep_path, lambda f: f.write(message.encode()), 0o644)
+                keep_path = _write_keep(final.with_suffix(".keep"), keep)
                 temporaries.append(keep_path)
             if final.exists():
                 received.unlink()
@@ -388,6 +384,9 @@ def index_pack(
             pack_path = final
             temporaries.clear()
 
+        if keep and received is None and not verify:
+            # As Git: the .keep of a pack file is named after the pack (a --verify writes none).
+            keep_path = _write_keep(_derive(pack_path, "pack", "keep"), keep)
         rev_path = _derive(idx_path, "idx", "rev") if settings.write_rev else None
         if verify:
             _verify_same(idx_path, write_idx, "index")
@@ -420,6 +419,15 @@ def index_pack(
         peak_rss_bytes=peak_rss(),
         stats=stats,
     )
+
+
+def _write_keep(path: Path, keep: str | bool) -> Path:
+    """A .keep file holding `keep`'s message (none for a bare --keep); one already there is
+    left as it is, as Git leaves it."""
+    if not path.exists():
+        message = "" if keep is True else f"{keep}\n"
+        write_atomically(path, lambda f: f.write(message.encode()), 0o644)
+    return path
 
 
 def _verify_same(path: Path, write: Writer, what: str) -> None:

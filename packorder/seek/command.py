@@ -28,6 +28,7 @@ class SeekCommand(click.Command):
             ctx.meta[GIT_ARGS] = args[at + 1 :]
             args = args[:at]
         out: list[str] = []
+        taken: tuple[str, str] | None = None  # (workload, the word taken as its PATH)
         i = 0
         while i < len(args):
             word = args[i]
@@ -41,9 +42,19 @@ class SeekCommand(click.Command):
                 name = word.partition("=")[2]
             if name in TAKES_PATH and i + 1 < len(args) and not args[i + 1].startswith("-"):
                 out += ["--path", args[i + 1]]
+                taken = (name, args[i + 1])
                 i += 1
             i += 1
-        return super().parse_args(ctx, out)
+        rest = super().parse_args(ctx, out)
+        if taken is not None and ctx.params.get("repo") is None:
+            # `-w log-path X` alone: X may be the PATH in the current repository or the REPO.
+            name, word = taken
+            raise click.UsageError(
+                f"'-w {name} {word}' is ambiguous: write '--path {word}' for a path in the current "
+                f"repository, or name the repository too ('-w {name} {word} REPO')",
+                ctx,
+            )
+        return rest
 
 
 def _size(value: str | None) -> int | None:
@@ -85,8 +96,8 @@ def _size(value: str | None) -> int | None:
               help="Plot the distribution of seek distances, a line per repository.")  # fmt: skip
 @click.option("--simulate-order", "simulate", multiple=True, metavar="ORDER[,ORDER...]",
               help="Also show the workload re-laid as if REPO were packed in ORDER (no pack written).")  # fmt: skip
-@click.option("-v", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
-@click.option("-q", "quiet", is_flag=True, help="No progress, no note of the chosen path.")
+@click.option("-v", "--verbose", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
+@click.option("-q", "--quiet", "quiet", is_flag=True, help="No progress, no note of the chosen path.")
 @click.pass_context
 def seekstats_cmd(ctx: click.Context, **options: Any) -> None:
     """Run a workload on REPO (default: the current repository), record every pack offset it
