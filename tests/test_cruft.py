@@ -222,7 +222,7 @@ def test_dates_git_would_refuse_are_refused(aged: tuple[Repo, dict[str, str]], t
 def test_expiry_of_gc_prune_expire_is_refused_by_name(tmp_path: Path) -> None:
     from packorder import expiry
 
-    with pytest.raises(RepositoryError, match="invalid gc.pruneExpire: 'false'"):
+    with pytest.raises(RepositoryError, match=r"invalid gc\.pruneExpire: 'false'"):
         expiry.expiration("false", "gc.pruneExpire")
     assert expiry.expiration("never", "gc.pruneExpire") is None
     assert abs(expiry.expiration("1.week.ago", "gc.pruneExpire") - (time.time() - 7 * DAY)) < 5

@@ -54,7 +54,10 @@ def test_a_dead_holders_lock_is_taken_over_with_one_warning(work: Path) -> None:
 def test_the_command_prints_that_warning_and_succeeds(work: Path) -> None:
     (work / ".git" / "gc.pid").write_text(f"{dead_pid()} {socket.gethostname()}")
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", "-q", str(work)], capture_output=True, text=True, env=git_env()
+        [sys.executable, "-m", "packorder.cli", "repack", "-q", str(work)],
+        capture_output=True,
+        text=True,
+        env=git_env(),
     )
     assert proc.returncode == 0 and proc.stdout == ""
     assert proc.stderr.startswith("warning: took over ") and proc.stderr.count("\n") == 1
