@@ -275,5 +275,77 @@ def _bitmap_summary(result) -> str:
     return ", multi-pack-index bitmap written" + why
 
 
+CONFIGURED = "\0configured"  # --prune without a date: gc.pruneExpire decides, as in Git
+
+
+@main.command("gc", context_settings=CONTEXT)
+@click.argument("repo", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--auto", is_flag=True, help="Run only past Git's thresholds (gc.auto, gc.autoPackLimit) or on drift.")
+@click.option("--aggressive", is_flag=True, help="Search new deltas (gc.aggressiveWindow, gc.aggressiveDepth).")
+@click.option(
+    "--prune",
+    "prune",
+    is_flag=False,
+    flag_value=CONFIGURED,
+    default=CONFIGURED,
+    metavar="[=DATE]",
+    help="Drop unreachable objects older than DATE (default: gc.pruneExpire, else 2.weeks.ago).",
+)
+@click.option("--no-prune", is_flag=True, help="Keep every unreachable object (in the cruft pack).")
+@click.option("--cruft", is_flag=True, help="Unreachable objects go to a cruft pack (always; Git's spelling).")
+@click.option("--force", is_flag=True, help="Run even if gc.pid names another gc that may be running.")
+@click.option("--order", type=click.Choice(tuple(CATALOG)), metavar="ORDER", help="As repack --order.")
+@click.option("--verify", type=click.Choice(tuple(VERIFY_MODES)), help="As repack --verify.")
+@click.option("-q", "--quiet", "quiet", is_flag=True, help="Print nothing but warnings and errors.")
+@click.option("-v", "--verbose", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
+@click.option("--json", "as_json", is_flag=True, help="Print what ran (and, with --auto, why) as JSON.")
+@click.pass_context
+@guarded
+def gc_cmd(
+    ctx: click.Context,
+    repo: Path | None,
+    auto: bool,
+    aggressive: bool,
+    prune: str,
+    no_prune: bool,
+    cruft: bool,
+    force: bool,
+    order: str | None,
+    verify: str | None,
+    quiet: bool,
+    verbose: bool,
+    as_json: bool,
+) -> None:
+    """Git's maintenance (pack-refs, reflog expire, prune, worktree prune, rerere gc,
+    commit-graph), with packorder's repack in place of git repack, so that it keeps the order."""
+    from packorder.maintenance import KEEP_CONFIGURED, gc
+
+    if no_prune and prune != CONFIGURED:
+        raise click.UsageError("--prune and --no-prune cannot be used together", ctx)
+    if quiet and verbose:
+        raise click.UsageError("-q and -v cannot be used together", ctx)
+    show = progress_mod.auto(quiet=quiet, force=verbose)
+    with progress_mod.closing_line(show):
+        result = gc(
+            repo,
+            auto=auto,
+            aggressive=aggressive,
+            prune=None if no_prune else (KEEP_CONFIGURED if prune == CONFIGURED else prune),
+            force=force,
+            quiet=quiet,
+            order=order,
+            verify=verify,
+            progress=show,
+            warn=_warn,
+            log=lambda line: click.echo(line, err=True),
+        )
+    if as_json:
+        print_json(result)
+    elif not quiet and result.ran:
+        click.echo(f"ran: {', '.join(result.steps)}")
+        if result.repack is not None:
+            click.echo("\n".join(repack_summary(result.repack)))
+
+
 if __name__ == "__main__":
     main()

@@ -228,19 +228,20 @@ def listed(path: str | os.PathLike[str] | None) -> Snapshot:
 
 def take(
     path: str | os.PathLike[str] | None,
-    lock: bool,
+    lock: bool | lock_mod.RepositoryLock,
     order: str | None = None,
     warn: lock_mod.Warn | None = None,
 ) -> Snapshot:
-    """Lock (if `lock`: lock.py), list, then start the walks `order` needs (the repository's
+    """Lock (if `lock`: lock.py; a lock the caller holds already is used as it is, and
+    stays the caller's), list, then start the walks `order` needs (the repository's
     `packorder.order` when None): the main walk (in commit order when the order needs each
     object's introducing commit) and, beside it, the walk of unreleased history."""
-    snap = _open(path, lock)
+    snap = _open(path, bool(lock))
     try:
         snap.config = gitcmd.read_config(snap.git_dir)
         snap.order = configured_order(snap.config, order)
         needs = CATALOG[snap.order]
-        if lock:
+        if lock is True:
             snap.lock = lock_mod.acquire(snap.git_dir, warn)
         _list(snap)
         promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)

@@ -202,6 +202,16 @@ def offsets_at(path: str, positions: list[int]) -> list[int]:
         raise CorruptPackError("index file is corrupt: truncated offsets", None, path) from None
 
 
+def object_count(path: str) -> int:
+    """How many objects an index lists, from its fan-out table alone (v1 or v2)."""
+    with open(path, "rb") as f:
+        head = f.read(8 + 1024)
+    start = 8 if head[:4] == IDX_V2_MAGIC else 0
+    if len(head) < start + 1024:
+        raise CorruptPackError("index file is corrupt: too short for its fan-out table", 0, path)
+    return struct.unpack(">I", head[start + 1020 : start + 1024])[0]
+
+
 def read(path: str) -> PackIndex:
     with open(path, "rb") as f:
         data = f.read()

@@ -1,0 +1,180 @@
+"""What a script may rely on, for every command: Git's exit statuses (128 for a fatal error,
+129 for a usage error, shown as `error: ...` with the usage), silence under -q, -v accepted,
+conflicting options refused in one line, and the effective settings of a dry run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitrepo import build_history, git, git_env
+
+import packorder
+
+
+def run_cli(*args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from packorder.launch import main; main()", *args],
+        capture_output=True,
+        input=input,
+        env=git_env(),
+    )
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = build_history(tmp_path_factory.mktemp("contract") / "repo", commits=12)
+    repo.run("repack", "-adq")
+    repo.run("hash-object", "-w", "--stdin", input=b"unreachable\n")
+    return repo.path
+
+
+@pytest.fixture()
+def work(base: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "work"
+    shutil.copytree(base, dst, symlinks=True)
+    return dst
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["repack", "--bogus"],
+        ["repack", "--order", "nosuch"],
+        ["repack", "--window", "-3"],
+        ["gc", "--bogus"],
+        ["seekstats", "--bogus"],
+        ["experiment", "--runs", "x"],
+        ["index-pack", "--bogus"],
+        ["index-pack", "--threads", "x", "a.pack"],
+    ],
+)
+def test_a_bad_command_line_is_a_usage_error(args: list[str]) -> None:
+    proc = run_cli(*args)
+    err = proc.stderr.decode()
+    assert proc.returncode == 129, err
+    assert err.startswith("error: ") and "\nusage: packorder " in err and "Traceback" not in err
+    assert proc.stdout == b""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["repack", "-o", "OUT", "-b"], "-o DIR writes no bitmap"),
+        (["repack", "-q", "-v"], "-q and -v cannot be used together"),
+        (["repack", "--prune-unreachable"], "--prune-unreachable was removed"),
+        (["repack", "--cruft-expiration", "false"], "invalid --cruft-expiration: 'false'"),
+        (["seekstats", "-w", "log-path", "src/file1.c"], "is ambiguous"),
+        (["seekstats", "--json", "--csv"], "--json and --csv cannot be used together"),
+        (["index-pack", "--stdin", "x.pack"], "--stdin takes no pack argument"),
+    ],
+)
+def test_conflicting_options_are_refused_in_one_line(work: Path, args: list[str], message: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", "from packorder.launch import main; main()", *args],
+        capture_output=True,
+        cwd=work,
+        env=git_env(),
+    )
+    err = proc.stderr.decode()
+    assert proc.returncode == 129, err
+    assert err.splitlines()[0].startswith("error: ") and message in err.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["repack", "NOWHERE"],
+        ["gc", "NOWHERE"],
+        ["seekstats", "NOWHERE"],
+        ["experiment", "NOWHERE", "--runs", "0"],
+        ["index-pack", "NOWHERE.pack"],
+    ],
+)
+def test_a_fatal_error_is_one_line_and_status_128(tmp_path: Path, args: list[str]) -> None:
+    args = [a.replace("NOWHERE", str(tmp_path / "nowhere")) for a in args]
+    proc = run_cli(*args)
+    err = proc.stderr.decode()
+    assert proc.returncode == 128, err
+    assert err.startswith("fatal: ") and err.count("\n") == 1
+
+
+def test_quiet_prints_nothing_on_success(work: Path) -> None:
+    proc = run_cli("repack", "-q", str(work))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    proc = run_cli("repack", "--quiet", "--cruft-expiration", "now", str(work))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+
+
+def test_verbose_shows_progress_without_a_terminal(work: Path) -> None:
+    proc = run_cli("repack", "-v", str(work))
+    assert proc.returncode == 0
+    err = proc.stderr.decode()
+    assert "Writing objects: 100%" in err and "Verifying objects" in err
+    proc = run_cli("repack", "--verbose", "--dry-run", str(work))
+    assert proc.returncode == 0 and "Counting objects" in proc.stderr.decode()
+
+
+def test_a_dry_run_reports_the_effective_settings(work: Path) -> None:
+    git(work, "config", "pack.window", "7")
+    git(work, "config", "packorder.depth", "20")
+    git(work, "config", "pack.depth", "30")
+    git(work, "config", "repack.writeBitmaps", "true")
+    proc = run_cli("repack", "--dry-run", "--json", "--cruft-expiration", "2.weeks.ago", str(work))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    settings = result["settings"]
+    assert settings["order"] == "recency" and settings["window"] == 7 and settings["depth"] == 20
+    assert settings["write_bitmap"] is True and result["bitmap"] is True  # what the real run does
+    assert settings["verify"] == "produced" and settings["local"] is True and settings["threads"] >= 1
+    assert settings["compression"] == 6 and settings["cruft_expiration"].startswith("20")
+    assert result["dry_run"] is True and result["packs"] == []
+
+
+def test_configured_order_and_verification_are_the_defaults(work: Path) -> None:
+    git(work, "config", "packorder.order", "history")
+    git(work, "config", "packorder.verify", "full")
+    result = packorder.repack(work)
+    assert result.order == "history" and result.verify == "full"
+    git(work, "config", "packorder.order", "nosuch")
+    proc = run_cli("repack", str(work))
+    assert proc.returncode == 129 and b"unknown order 'nosuch'" in proc.stderr
+
+
+def test_pack_write_reverse_index_false_writes_no_rev(work: Path) -> None:
+    git(work, "config", "pack.writeReverseIndex", "false")
+    result = packorder.repack(work)
+    assert not any(p.with_suffix(".rev").exists() for p in result.packs)
+    git(work, "fsck", "--full")
+    git(work, "config", "pack.writeReverseIndex", "true")
+    result = packorder.repack(work)
+    assert all(p.with_suffix(".rev").exists() for p in result.packs)
+
+
+def test_server_info_is_updated_unless_n(work: Path) -> None:
+    info = work / ".git" / "objects" / "info" / "packs"
+    result = packorder.repack(work)
+    listed = {line.split()[1] for line in info.read_text().splitlines() if line.startswith("P ")}
+    assert listed == {p.name for p in result.packs} and result.server_info
+    assert (work / ".git" / "info" / "refs").exists()
+    stale = info.read_text()
+    git(work, "commit", "-q", "--allow-empty", "-m", "another")
+    proc = run_cli("repack", "-q", "-n", str(work))
+    assert proc.returncode == 0 and info.read_text() == stale  # -n: left alone, as git repack -n
+
+
+def test_index_pack_keep_on_a_pack_file_writes_its_keep_as_git_does(work: Path, tmp_path: Path) -> None:
+    (pack,) = [p for p in (work / ".git" / "objects" / "pack").glob("*.pack")]
+    for who in ("ours", "theirs"):
+        (tmp_path / who).mkdir()
+        shutil.copy(pack, tmp_path / who / pack.name)
+    proc = run_cli("index-pack", "--keep=kept by a test", str(tmp_path / "ours" / pack.name))
+    assert proc.returncode == 0, proc.stderr
+    git(None, "index-pack", "--keep=kept by a test", str(tmp_path / "theirs" / pack.name))
+    keep = pack.with_suffix(".keep").name
+    assert (tmp_path / "ours" / keep).read_bytes() == (tmp_path / "theirs" / keep).read_bytes() == b"kept by a test\n"
+    assert proc.stdout.decode().strip() == pack.stem[len("pack-") :]
