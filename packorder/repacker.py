@@ -32,13 +32,14 @@ from packorder import writer as writer_mod
 from packorder.errors import UsageError
 from packorder.format import mtimes as mtimes_format
 from packorder.indexer import peak_rss, physical_memory
-from packorder.layout import write_order
+from packorder.layout import entry_sizes, write_order
 from packorder.order import ORDERS
 from packorder.progress import ProgressCallback
 from packorder.repack_options import RepackOptions, RepackRequest, read_options
 from packorder.repo import (
     ObjectHistory,
     ObjectTable,
+    PackSource,
     Repository,
     enumerate_objects,
     id_order,
@@ -50,6 +51,8 @@ from packorder.repo import (
 REACHABLE, PROMISOR, CRUFT = "reachable", "promisor", "cruft"
 # The cruft pack's order: its objects have no place in history, and recency needs no walk.
 CRUFT_ORDER = "recency"
+# `git pack-objects --max-pack-size` raises smaller limits to this; a cruft pack is split so.
+MIN_PACK_SIZE_LIMIT = 1 << 20
 
 
 @dataclass
@@ -80,6 +83,7 @@ class RepackResult:
     bitmaps: int = 0  # commits given a bitmap in the pack's own .bitmap
     bitmap_note: str = ""  # why the pack could not have its own bitmap (a multi-pack one was written)
     cruft_packs: list[Path] = field(default_factory=list)
+    retained_cruft_packs: list[Path] = field(default_factory=list)  # left as they are (--max-cruft-size)
     rescued: int = 0  # old unreachable objects kept because a recent one reaches them
     in_alternates: int = 0  # reachable objects left to an alternate (`local`)
     server_info: bool = False  # objects/info/packs and info/refs were updated
@@ -102,10 +106,13 @@ class _Warnings:
 
 @dataclass
 class PackGroup:
-    """The objects of one pack to write."""
+    """The objects of one pack to write, with the deltas chosen among them (indexes of the
+    group's own table: each pack holds its own delta bases)."""
 
     kind: str  # REACHABLE, PROMISOR or CRUFT
     rows: np.ndarray  # table rows
+    choice: deltas_mod.DeltaChoice | None = None
+    deltas: dict[int, bytes] = field(default_factory=dict)  # new deltas by group index
 
     def order(self, asked: str) -> str:
         return CRUFT_ORDER if self.kind == CRUFT else asked
@@ -135,49 +142,42 @@ def _choose_deltas(
     groups: list[PackGroup],
     opts: RepackOptions,
     progress: ProgressCallback | None = None,
-) -> tuple[deltas_mod.DeltaChoice, dict[int, bytes]]:
+) -> None:
     """Reused deltas (unless -f) and new ones searched with --window (as `git repack -ad`
-    and `-adf` do), with each new delta's data by table index. Each pack must hold its own
-    bases, so the search runs on each group apart."""
-    if len(groups) <= 1:
-        found = _search(repo, table, opts, progress)
-        return found.choice, found.deltas
-    n = table.count
-    choice = deltas_mod.DeltaChoice(
-        np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-    )
-    new_deltas: dict[int, bytes] = {}
+    and `-adf` do), for each group apart: a pack must hold its own bases."""
     for group in groups:
-        rows = group.rows
-        found = _search(repo, table.subset(rows), opts, progress)
-        sub = found.choice
-        choice.base[rows] = np.where(sub.base >= 0, rows[np.maximum(sub.base, 0)], -1)
-        choice.stored_delta[rows] = sub.stored_delta
-        choice.cut[rows] = sub.cut
-        choice.new[rows] = sub.new
-        new_deltas.update({int(rows[t]): d for t, d in found.deltas.items()})
-    return choice, new_deltas
+        found = _search(repo, table.subset(group.rows), opts, progress)
+        group.choice, group.deltas = found.choice, found.deltas
 
 
-def _groups(table: ObjectTable) -> list[PackGroup]:
+def _groups(table: ObjectTable, cruft_sizes: np.ndarray | None = None, max_cruft: int | None = None) -> list[PackGroup]:
     """The packs to write: promisor objects stay in a promisor pack (reachable or not, as
     Git's repack keeps them), reachable objects go to the ordered pack, the others (all
-    unexpired: cruft.select dropped the rest) to the cruft pack."""
+    unexpired: cruft.select dropped the rest) to the cruft pack, or to several of at most
+    `max_cruft` bytes each (by `cruft_sizes`, each cruft row's entry size now)."""
     groups = [
         PackGroup(PROMISOR, np.flatnonzero(table.promisor)),
         PackGroup(REACHABLE, np.flatnonzero(table.reachable & ~table.promisor)),
-        PackGroup(CRUFT, np.flatnonzero(~table.reachable & ~table.promisor)),
     ]
+    cruft = np.flatnonzero(~table.reachable & ~table.promisor)
+    if max_cruft is None or cruft_sizes is None:
+        groups.append(PackGroup(CRUFT, cruft))
+    else:
+        groups += [PackGroup(CRUFT, part) for part in _split_by_size(cruft, cruft_sizes, max_cruft)]
     return [g for g in groups if len(g.rows)]
 
 
-def _restrict(choice: deltas_mod.DeltaChoice, rows: np.ndarray) -> deltas_mod.DeltaChoice:
-    """The delta choice for a subset of the table: bases outside it cannot be used."""
-    new_index = np.full(len(choice.base), -1, dtype=np.int64)
-    new_index[rows] = np.arange(len(rows))
-    base = choice.base[rows]
-    base = np.where(base >= 0, new_index[np.maximum(base, 0)], -1)
-    return deltas_mod.DeltaChoice(base, choice.stored_delta[rows], choice.cut[rows], choice.new[rows] & (base >= 0))
+def _split_by_size(rows: np.ndarray, sizes: np.ndarray, limit: int) -> list[np.ndarray]:
+    """`rows` cut into consecutive runs of at most `limit` bytes (a row larger than that on
+    its own), pack header and trailer included."""
+    parts, start, total = [], 0, 12 + 20
+    for k, size in enumerate(sizes):
+        if k > start and total + int(size) > limit:
+            parts.append(rows[start:k])
+            start, total = k, 12 + 20
+        total += int(size)
+    parts.append(rows[start:])
+    return parts
 
 
 def _write_group(
@@ -347,7 +347,8 @@ def repack(
         t = time.perf_counter()
         if progress is not None:
             progress("Counting objects", 0, 0)
-        table = enumerate_objects(repo, snapshot=start, local=opts.local)
+        retained = _retained_cruft_packs(repo, opts)
+        table = enumerate_objects(repo, snapshot=start, local=opts.local, retained=[p.path for p in retained])
         selection = cruft_mod.select(repo, table, opts.cruft_expiration)
         pruned_oids = table.oids[selection.expired]
         survivors = np.flatnonzero(~selection.expired)
@@ -356,9 +357,15 @@ def repack(
         if progress is not None:
             progress("Counting objects", table.count, table.count)
         seconds["enumerate"] = time.perf_counter() - t
-        groups = _groups(table)
+        cruft_sizes = split_at = None
+        if opts.max_cruft_size is not None:
+            cruft_sizes = entry_sizes(repo, table.subset(~table.reachable & ~table.promisor))
+            split_at = max(opts.max_cruft_size, MIN_PACK_SIZE_LIMIT)
+            if opts.max_cruft_size < MIN_PACK_SIZE_LIMIT:
+                warnings("minimum pack size limit is 1 MiB")  # Git's pack-objects raises it so too
+        groups = _groups(table, cruft_sizes, split_at)
         t = time.perf_counter()
-        choice, new_deltas = _choose_deltas(repo, table, groups, opts, progress)
+        _choose_deltas(repo, table, groups, opts, progress)
         seconds["deltas"] = time.perf_counter() - t
         if opts.write_bitmap and output_dir is not None:
             opts.write_bitmap = False  # a bitmap belongs beside the repository's packs only
@@ -366,6 +373,7 @@ def repack(
             # No pack of ours can hold everything reachable; Git gives up bitmaps too.
             warnings("disabling bitmap writing, as some objects are not being packed (an alternate has them)")
             opts.write_bitmap = False
+        choices = [g.choice for g in groups if g.choice is not None]
         result = RepackResult(
             git_dir=repo.git_dir,
             packs=[],
@@ -374,9 +382,9 @@ def repack(
             reachable=int(table.reachable.sum()),
             unreachable_kept=int((~table.reachable).sum()),
             unreachable_pruned=len(pruned_oids),
-            reused_deltas=int(choice.reused.sum()),
-            cut_deltas=int(choice.cut.sum()),
-            whole_objects=int((choice.base < 0).sum()),
+            reused_deltas=sum(int(c.reused.sum()) for c in choices),
+            cut_deltas=sum(int(c.cut.sum()) for c in choices),
+            whole_objects=sum(int((c.base < 0).sum()) for c in choices),
             pack_bytes=0,
             old_pack_bytes=sum(p.path.stat().st_size for p in repo.packs if not p.foreign and not p.keep),
             removed_packs=[],
@@ -386,9 +394,10 @@ def repack(
             bitmap=dry_run and opts.write_bitmap,
             dry_run=dry_run,
             verify=opts.verify,
-            new_deltas=len(new_deltas),
+            new_deltas=sum(len(g.deltas) for g in groups),
             rescued=selection.rescued,
             in_alternates=table.in_alternates,
+            retained_cruft_packs=[p.path for p in retained],
             settings=opts.describe(),
         )
         # Objects placed by where they sit in history: one pair of walks for the whole table
@@ -405,10 +414,11 @@ def repack(
         if dry_run:
             t = time.perf_counter()
             for group in groups:
+                assert group.choice is not None
                 write_order(
                     repo,
                     table.subset(group.rows),
-                    _restrict(choice, group.rows),
+                    group.choice,
                     group.order(opts.order),
                     opts.ref_delta,
                     history.subset(group.rows) if history is not None and group.kind != CRUFT else None,
@@ -416,27 +426,31 @@ def repack(
             seconds["order"] += time.perf_counter() - t
         else:
             installed = []
-            for group in groups:
-                rows = group.rows
-                sub = table.subset(rows)
-                at = np.full(table.count, -1, dtype=np.int64)
-                at[rows] = np.arange(len(rows))
-                sub_deltas = {int(at[t]): d for t, d in new_deltas.items() if at[t] >= 0}
-                sub_history = history.subset(rows) if history is not None and group.kind != CRUFT else None
+            queue = list(groups)
+            while queue:
+                group = queue.pop(0)
+                assert group.choice is not None
                 tmp_pack, files, written, bitmap = _write_group(
                     repo,
-                    sub,
-                    _restrict(choice, rows),
+                    table.subset(group.rows),
+                    group.choice,
                     opts,
                     group.order(opts.order),
                     out_dir,
                     seconds,
                     progress,
-                    sub_deltas,
-                    sub_history,
+                    group.deltas,
+                    history.subset(group.rows) if history is not None and group.kind != CRUFT else None,
                     bitmap_heads if group.kind != CRUFT else None,
-                    ages[rows] if group.kind == CRUFT else None,
+                    ages[group.rows] if group.kind == CRUFT else None,
                 )
+                if _over_cruft_size(group, written, split_at):
+                    # Deltas made whole where their base fell in another part: halve and redo.
+                    tmp_pack.unlink()
+                    halves = [PackGroup(CRUFT, half) for half in np.array_split(group.rows, 2)]
+                    _choose_deltas(repo, table, halves, opts)
+                    queue[:0] = halves
+                    continue
                 if bitmap is not None:
                     result.bitmap = bitmap.data is not None
                     result.bitmap_kind = "pack" if result.bitmap else ""
@@ -450,9 +464,9 @@ def repack(
             result.packs = installed
             if in_place:
                 t = time.perf_counter()
-                install_mod.check_complete(installed, table)
+                install_mod.check_complete(installed + [p.path for p in retained], table)
                 result.removed_packs, result.removed_loose = install_mod.remove_replaced(
-                    repo, table, pruned_oids, installed, opts.cruft_expiration, warnings
+                    repo, table, pruned_oids, installed + [p.path for p in retained], opts.cruft_expiration, warnings
                 )
                 if opts.write_bitmap and installed and not result.bitmap:
                     result.bitmap = install_mod.write_bitmap(repo)
@@ -466,6 +480,27 @@ def repack(
     result.peak_rss_bytes = peak_rss()
     result.warnings = warnings.seen
     return result
+
+
+def _retained_cruft_packs(repo: Repository, opts: RepackOptions) -> list[PackSource]:
+    """The cruft packs `--max-cruft-size` leaves as they are, as Git chooses them
+    (collapse_small_cruft_packs): smallest first, the existing cruft packs are rewritten
+    while together they fit the size; the others are kept. With an expiration every cruft
+    pack is rewritten (expired objects must go)."""
+    if opts.max_cruft_size is None or opts.cruft_expiration is not None:
+        return []
+    cruft = sorted((p for p in repo.packs if p.cruft and not p.keep and not p.foreign), key=lambda p: p.size)
+    total, kept = 0, []
+    for pack in cruft:
+        if total + pack.size <= opts.max_cruft_size:
+            total += pack.size
+        else:
+            kept.append(pack)
+    return kept
+
+
+def _over_cruft_size(group: PackGroup, written: writer_mod.WrittenPack, limit: int | None) -> bool:
+    return group.kind == CRUFT and limit is not None and written.size > limit and len(group.rows) > 1
 
 
 def _bitmap_heads(repo: Repository, table: ObjectTable, groups: list[PackGroup]) -> np.ndarray | None:

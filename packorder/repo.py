@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,10 @@ class PackSource:
         if self._layout is None:
             self._layout = layout_mod.load(self.path, self.index)
         return self._layout
+
+    @property
+    def size(self) -> int:
+        return self.path.stat().st_size
 
     def sibling(self, ext: str) -> Path:
         return self.path.with_name(self.path.name[: -len(".pack")] + ext)
@@ -211,20 +216,25 @@ def _tag_keys(tags: snapshot_mod.TagTips) -> np.ndarray:
 
 
 def enumerate_objects(
-    repo: Repository, snapshot: snapshot_mod.Snapshot | None = None, local: bool = True, unreachable: bool = True
+    repo: Repository,
+    snapshot: snapshot_mod.Snapshot | None = None,
+    local: bool = True,
+    unreachable: bool = True,
+    retained: Collection[Path] = (),
 ) -> ObjectTable:
     """Every object a repack writes: the reachable ones in Git's discovery order, then (with
     `unreachable`) the unreachable ones of the local packs and loose objects, for the cruft
     pack. Objects of .keep packs are left to those packs, and with `local` (`git repack -l`,
-    as `git gc` runs it) objects an alternate has are left to it. Takes the walk `snapshot`
-    started, or starts one."""
+    as `git gc` runs it) objects an alternate has are left to it. The unreachable objects of
+    the `retained` packs (cruft packs that --max-cruft-size keeps) stay in them. Takes the
+    walk `snapshot` started, or starts one."""
     if snapshot is not None:
         walk, tags = snapshot.take_walk()
     else:
         walk = snapshot_mod.ObjectWalk(repo.git_dir, missing_ok=repo.has_promisor_packs)
         tags = snapshot_mod.TagTips(repo.git_dir)  # runs beside rev-list
     try:
-        return _enumerate(repo, walk, tags, local, unreachable)
+        return _enumerate(repo, walk, tags, local, unreachable, frozenset(retained))
     finally:
         tags.stop()
         walk.stop()
@@ -238,7 +248,12 @@ def _present_in(packs: list[PackSource], want: np.ndarray) -> np.ndarray:
 
 
 def _enumerate(
-    repo: Repository, walk: snapshot_mod.ObjectWalk, tags: snapshot_mod.TagTips, local: bool, unreachable: bool
+    repo: Repository,
+    walk: snapshot_mod.ObjectWalk,
+    tags: snapshot_mod.TagTips,
+    local: bool,
+    unreachable: bool,
+    retained: frozenset[Path],
 ) -> ObjectTable:
     kept_packs = [p for p in repo.packs if p.keep and not p.foreign]
     alternate_packs = [p for p in repo.packs if p.foreign]
@@ -300,8 +315,13 @@ def _enumerate(
     # `local`, an alternate has.
     parts: list[tuple[np.ndarray, int, np.ndarray]] = []
     seen = sort_keys(keys(oids))
-    excluded = kept_packs + (alternate_packs if local else [])
-    candidates = [(i, repo.packs[i].layout.oids, None) for i in movable if not repo.packs[i].foreign]
+    kept_as_they_are = [p for p in repo.packs if p.path in retained]
+    excluded = kept_packs + kept_as_they_are + (alternate_packs if local else [])
+    candidates = [
+        (i, repo.packs[i].layout.oids, None)
+        for i in movable
+        if not repo.packs[i].foreign and repo.packs[i].path not in retained
+    ]
     local_loose = np.flatnonzero(~repo.loose.foreign)
     candidates.append((LOOSE, repo.loose.oids[local_loose], local_loose))
     if not unreachable:

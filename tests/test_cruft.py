@@ -260,3 +260,55 @@ def test_an_object_wanted_again_during_the_repack_is_not_deleted(
     assert any("used again" in w for w in result.warnings)
     assert not loose_path(ours / ".git", ids["loose-20"]).exists()  # not refreshed: gone
     git(ours, "fsck", "--full")
+
+
+def random_blobs(repo: Repo, count: int, size: int, seed: int) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    return [
+        repo.run("hash-object", "-w", "--stdin", input=rng.randbytes(size)).decode().strip() for _ in range(count)
+    ]
+
+
+def cruft_packs(git_dir: Path) -> dict[str, set[str]]:
+    out = {}
+    for mt in (git_dir / "objects" / "pack").glob("*.mtimes"):
+        index = idx_format.read(str(mt.with_suffix(".idx")))
+        out[mt.stem] = {index.names[i].tobytes().hex() for i in range(index.count)}
+    return out
+
+
+@pytest.mark.parametrize("limit", [50_000, 200_000])
+def test_max_cruft_size_keeps_or_rewrites_existing_cruft_packs_as_git_does(tmp_path: Path, limit: int) -> None:
+    """Cruft packs that do not fit --max-cruft-size together (smallest first) are kept as they
+    are; the others are rewritten with the new unreachable objects."""
+    repo = build_history(tmp_path / "repo", commits=5)
+    repo.run("repack", "-adq")
+    random_blobs(repo, 40, 3000, seed=1)
+    repo.run("repack", "--cruft", "-d", "-q")  # an existing cruft pack of about 120 KB
+    random_blobs(repo, 10, 3000, seed=2)
+    ours, theirs = copy_of(repo, tmp_path / "ours"), copy_of(repo, tmp_path / "theirs")
+    git(theirs, "repack", "--cruft", "-d", "-q", f"--max-cruft-size={limit}")
+    result = packorder.repack(ours, max_cruft_size=limit)
+    assert sorted(map(sorted, cruft_packs(ours / ".git").values())) == sorted(
+        map(sorted, cruft_packs(theirs / ".git").values())
+    )
+    assert (len(result.retained_cruft_packs) == 1) == (limit < 120_000)
+    assert cruft_contents(ours / ".git") == cruft_contents(theirs / ".git")
+    assert any("minimum pack size limit is 1 MiB" in w for w in result.warnings)
+    git(ours, "fsck", "--full")
+
+
+def test_max_cruft_size_splits_a_large_cruft_pack(tmp_path: Path) -> None:
+    repo = build_history(tmp_path / "repo", commits=5)
+    repo.run("repack", "-adq")
+    blobs = random_blobs(repo, 900, 3000, seed=3)  # about 2.7 MB that neither compress nor delta
+    ours, theirs = copy_of(repo, tmp_path / "ours"), copy_of(repo, tmp_path / "theirs")
+    git(theirs, "repack", "--cruft", "-d", "-q", "--max-cruft-size=1m")
+    result = packorder.repack(ours, max_cruft_size=1 << 20)
+    assert len(result.cruft_packs) >= 3
+    assert all(p.stat().st_size <= 1 << 20 for p in result.cruft_packs)
+    assert cruft_contents(ours / ".git") == cruft_contents(theirs / ".git")
+    assert set(blobs) <= set(cruft_contents(ours / ".git"))
+    git(ours, "fsck", "--full")
