@@ -266,9 +266,7 @@ def random_blobs(repo: Repo, count: int, size: int, seed: int) -> list[str]:
     import random
 
     rng = random.Random(seed)
-    return [
-        repo.run("hash-object", "-w", "--stdin", input=rng.randbytes(size)).decode().strip() for _ in range(count)
-    ]
+    return [repo.run("hash-object", "-w", "--stdin", input=rng.randbytes(size)).decode().strip() for _ in range(count)]
 
 
 def cruft_packs(git_dir: Path) -> dict[str, set[str]]:
