@@ -20,6 +20,7 @@ __all__ = [
     "RepositoryError",
     "UsageError",
     "experiment",
+    "gc",
     "index_pack",
     "repack",
     "seekstats",
@@ -27,6 +28,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from packorder.indexer import index_pack
+    from packorder.maintenance import gc
     from packorder.repacker import repack
     from packorder.seek.api import seekstats
     from packorder.study import experiment
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 # `packorder.repack` to the module.)
 _LAZY = {
     "experiment": "packorder.study",
+    "gc": "packorder.maintenance",
     "index_pack": "packorder.indexer",
     "repack": "packorder.repacker",
     "seekstats": "packorder.seek.api",

@@ -13,15 +13,9 @@ import numpy as np
 
 from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import PackError, RepositoryError
+from packorder.faults import crash_point
 from packorder.repo import ObjectTable, PackSource, Repository, keys, lookup, sort_keys
 from packorder.writer import IndexFiles
-
-
-def crash_point(name: str) -> None:
-    """Fault injection for the kill tests: PACKORDER_CRASH_AT=<name> ends the process right
-    here, as kill -9 would (no cleanup, no exception handlers)."""
-    if os.environ.get("PACKORDER_CRASH_AT") == name:
-        os._exit(137)
 
 
 def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, promisor: bool) -> Path:

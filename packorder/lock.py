@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packorder.errors import RepositoryError
+from packorder.faults import crash_point
 
 GC_PID = "gc.pid"
 STALE_AFTER = 12 * 3600  # seconds: Git's limit on how long a gc.pid is honoured
-# gc.pid.lock is held only while gc.pid is read and rewritten (microseconds); one this old
-# was left by a process killed in between.
-STALE_LOCKFILE_AFTER = 600
+# gc.pid.lock is held only while gc.pid is read and rewritten (microseconds); an empty one
+# this old was left by a process killed between creating and writing it.
+STALE_EMPTY_LOCKFILE_AFTER = 5
 LOCKFILE_WAIT = 2.0  # seconds to wait for a gc.pid.lock held by a live process
 # Earlier versions of packorder locked with this file, which Git reports as garbage.
 LEGACY_LOCK = Path("objects") / "pack" / "packorder-repack.lock"
@@ -140,7 +141,9 @@ def acquire(git_dir: Path, warn: Warn | None = None, force: bool = False) -> Rep
         os.write(lockfile, content.encode())
         os.close(lockfile)
         lockfile = -1
+        crash_point("lockfile-written")
         os.replace(path.with_name(GC_PID + ".lock"), path)
+        crash_point("locked")
     except BaseException:
         if lockfile >= 0:
             os.close(lockfile)
@@ -151,22 +154,27 @@ def acquire(git_dir: Path, warn: Warn | None = None, force: bool = False) -> Rep
 
 
 def _create_lockfile(lock: Path, warn: Warn | None) -> int:
-    """Create `lock` exclusively (Git's lockfile protocol), waiting briefly for a live holder
-    and removing one left by a killed process."""
+    """Create `lock` exclusively (Git's lockfile protocol). Its writer puts the final
+    gc.pid content ("PID HOST") in it before renaming it, so one naming a dead process was
+    left by a kill and is removed; an empty one, by a kill between creating and writing it,
+    once it is a few seconds old. A live holder is waited for briefly."""
     deadline = time.monotonic() + LOCKFILE_WAIT
+    my_host = socket.gethostname()
     while True:
         try:
             return os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
+            holder = read_holder(lock)
             try:
                 age = time.time() - lock.stat().st_mtime
             except FileNotFoundError:
                 continue
-            if age > STALE_LOCKFILE_AFTER:
+            dead = holder is not None and not holds(holder, my_host)
+            if dead or (holder is None and age > STALE_EMPTY_LOCKFILE_AFTER):
                 with contextlib.suppress(FileNotFoundError):
                     lock.unlink()
                 if warn is not None:
-                    warn(f"removed {lock}, left by a process killed {int(age)} seconds ago")
+                    warn(f"removed {lock}, left by a killed process")
                 continue
             if time.monotonic() > deadline:
                 raise RepositoryError(

@@ -30,6 +30,7 @@ from packorder import install as install_mod
 from packorder import snapshot as snapshot_mod
 from packorder import writer as writer_mod
 from packorder.errors import UsageError
+from packorder.faults import crash_point
 from packorder.format import mtimes as mtimes_format
 from packorder.indexer import peak_rss, physical_memory
 from packorder.layout import entry_sizes, write_order
@@ -215,7 +216,7 @@ def _write_group(
             progress=progress,
         )
         seconds["write"] = seconds.get("write", 0.0) + time.perf_counter() - t
-        install_mod.crash_point("written")
+        crash_point("written")
         t = time.perf_counter()
         # The bitmap is computed from the new pack while it is verified (both release the
         # GIL; verification leaves a core idle much of the time). Nothing is installed unless
@@ -237,7 +238,7 @@ def _write_group(
             if builder is not None:
                 builder.join()
         seconds["verify"] = seconds.get("verify", 0.0) + time.perf_counter() - t
-        install_mod.crash_point("verified")
+        crash_point("verified")
         if not opts.write_rev:
             files.rev = None
         if mtimes is not None:
@@ -349,6 +350,7 @@ def repack(
             progress("Counting objects", 0, 0)
         retained = _retained_cruft_packs(repo, opts)
         table = enumerate_objects(repo, snapshot=start, local=opts.local, retained=[p.path for p in retained])
+        crash_point("enumerated")
         selection = cruft_mod.select(repo, table, opts.cruft_expiration)
         pruned_oids = table.oids[selection.expired]
         survivors = np.flatnonzero(~selection.expired)
@@ -367,6 +369,7 @@ def repack(
         t = time.perf_counter()
         _choose_deltas(repo, table, groups, opts, progress)
         seconds["deltas"] = time.perf_counter() - t
+        crash_point("deltas-chosen")
         if opts.write_bitmap and output_dir is not None:
             opts.write_bitmap = False  # a bitmap belongs beside the repository's packs only
         if opts.write_bitmap and table.in_alternates:
@@ -474,6 +477,7 @@ def repack(
                 if opts.update_server_info:
                     install_mod.update_server_info(repo)
                     result.server_info = True
+                    crash_point("server-info-updated")
                 seconds["install"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - started
     result.seconds = seconds
