@@ -11,7 +11,16 @@ from typing import Any
 import click
 
 from packorder import progress as progress_mod
-from packorder.cli_base import INTERRUPTED, command_usage, fail, guarded, print_json, size_argument, usage_error
+from packorder.cli_base import (
+    INTERRUPTED,
+    command_usage,
+    fail,
+    guarded,
+    print_json,
+    size_argument,
+    usage_error,
+    warn,
+)
 from packorder.order_catalog import CATALOG
 from packorder.seek.command import seekstats_cmd
 from packorder.settings import VERIFY_MODES
@@ -93,10 +102,6 @@ def _human(n: int) -> str:
 
 # One line an order, below the options (`\b`: click keeps these lines as they are).
 ORDERS_EPILOG = "\b\nOrders:\n" + "\n".join(f"  {name:<20} {info.summary}" for name, info in CATALOG.items())
-
-
-def _warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
 
 
 def _removed_option(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -197,17 +202,21 @@ def repack_cmd(
 ) -> None:
     """Rewrite REPO's reachable objects into one pack ordered for locality, its unreachable
     ones into a cruft pack."""
-    from packorder import snapshot
+    from packorder import early_walk, snapshot
 
     if output_dir is not None and write_bitmap:
         raise click.UsageError("-o DIR writes no bitmap (a bitmap belongs beside the repository's packs): drop -b", ctx)
     if quiet and verbose:
         raise click.UsageError("-q and -v cannot be used together", ctx)
     cruft_size = parse_size(max_cruft_size)
-    # Git starts walking the history before the repack's heavy imports (snapshot.py says why).
+    # Git starts walking the history before the repack's heavy imports (snapshot.py says why),
+    # or before this command line loaded (early_walk.py).
     start = None
     try:
-        start = snapshot.take(repo, lock=output_dir is None and not dry_run, order=order, warn=_warn)
+        lock = output_dir is None and not dry_run
+        start = early_walk.claim(early_walk.WalkRequest(repo, lock, order))
+        if start is None:
+            start = snapshot.take(repo, lock=lock, order=order, warn=warn)
         from packorder.repacker import repack
     except BaseException:
         if start is not None:
@@ -234,7 +243,7 @@ def repack_cmd(
             output_dir=output_dir,
             verify=verify,
             progress=show,
-            warn=_warn,
+            warn=warn,
             start=start,
         )
     if as_json:
@@ -336,7 +345,7 @@ def gc_cmd(
             order=order,
             verify=verify,
             progress=show,
-            warn=_warn,
+            warn=warn,
             log=lambda line: click.echo(line, err=True),
         )
     if as_json:

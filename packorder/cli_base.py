@@ -40,6 +40,12 @@ def print_json(value: Any) -> None:
 FATAL, USAGE, INTERRUPTED = 128, 129, 130
 
 
+def warn(message: str) -> None:
+    """A warning, as Git prints one."""
+    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.flush()
+
+
 def fail(message: str, status: int = FATAL) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.write(f"fatal: {message}\n")

@@ -17,9 +17,17 @@ def main() -> None:
 
             index_pack_main(sys.argv[2:], prog=prog + " index-pack")
             return
-        from packorder.cli import main as cli_main
+        if sys.argv[1:2] == ["repack"]:
+            from packorder import early_walk
 
-        cli_main(prog_name=prog)
+            early_walk.start(sys.argv[2:])
+        try:
+            from packorder.cli import main as cli_main
+
+            cli_main(prog_name=prog)
+        finally:
+            if "packorder.early_walk" in sys.modules:
+                sys.modules["packorder.early_walk"].discard()
     except KeyboardInterrupt:
         # Interrupted while the commands load, before their own handling is in place.
         sys.stderr.write("fatal: interrupted\n")

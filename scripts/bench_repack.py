@@ -5,7 +5,8 @@ Two modes, each with the same window, depth and threads on both sides:
 - reuse: `git repack -ad` against `packorder repack` (stored deltas reused; objects that are
   not reused deltas searched with the window, as Git does);
 - fresh: `git repack -adf` against `packorder repack -f` (every delta searched anew).
-packorder runs twice in each mode, verifying its pack with `--verify crc` and `--verify full`.
+packorder runs once for each verification level of `--levels` (default: produced, the
+default level, then crc and full).
 Bitmaps are off on both sides (`-c repack.writeBitmaps=false`, `--no-write-bitmap-index`) so
 both do the same work; `--bitmaps` turns them on on both sides instead (each writes a pack
 bitmap; packorder falls back to a multi-pack-index bitmap only beside packs it keeps), as
@@ -36,9 +37,15 @@ verification, nothing removed.
 `--dulwich` adds, in the reuse mode, dulwich's `porcelain.gc(prune=False)`: it reads every
 object into memory and writes them into one pack in place of the old ones.
 
-    scripts/bench_repack.py REPO [--runs 5] [--modes reuse,fresh] [--window 10] [--depth 50]
-                           [--threads N] [--drop-promisor] [--git-pack-objects] [--git git]
-                           [--libgit2] [--gix PATH] [--dulwich] [--json FILE]
+`--cruft` compares `git repack --cruft -d` (unreachable objects into a cruft pack, as `git
+gc` repacks) with packorder, which always does that; `--cruft-expiration DATE` passes the
+date to both. Without `--cruft`, `git repack -ad` drops unreachable packed objects, and the
+comparison is fair only on a repository that has none (a fresh clone).
+
+    scripts/bench_repack.py REPO [--runs 5] [--modes reuse,fresh] [--levels produced,crc,full]
+                           [--window 10] [--depth 50] [--threads N] [--cruft]
+                           [--cruft-expiration DATE] [--drop-promisor] [--git-pack-objects]
+                           [--git git] [--libgit2] [--gix PATH] [--dulwich] [--json FILE]
 """
 
 from __future__ import annotations
@@ -203,16 +210,26 @@ def commands(args: argparse.Namespace, copy: Path, variant: str, mode: str) -> l
             + ["--quiet", "--delta-base-offset", str(out), "--keep-true-parents", "--honor-pack-keep"]
             + ["--non-empty", "--all", "--reflog", "--indexed-objects", "--missing=allow-any"]
         )
+    expiration = [f"--cruft-expiration={args.cruft_expiration}"] if args.cruft_expiration else []
     if variant == "git":
         bitmaps = "true" if args.bitmaps else "false"
         return (
-            [args.git, "-C", str(copy), "-c", f"repack.writeBitmaps={bitmaps}", "repack", "-adq"]
+            [args.git, "-C", str(copy), "-c", f"repack.writeBitmaps={bitmaps}", "repack", "-dq"]
+            + (["--cruft", *expiration] if args.cruft else ["-a"])
             + (["-f"] if fresh else [])
             + [window, depth, threads]
         )
     verify = variant.split()[-1]
     return (
-        [sys.executable, "-m", "packorder.cli", "repack", "-q", f"--verify={verify}"]
+        [
+            sys.executable,
+            "-c",
+            "from packorder.launch import main; main()",
+            "repack",
+            "-q",
+            f"--verify={verify}",
+            *expiration,
+        ]
         + (["--write-bitmap-index"] if args.bitmaps else ["--no-write-bitmap-index"])
         + (["-f"] if fresh else [])
         + [window, depth, threads, str(copy)]
@@ -230,7 +247,7 @@ def bench(args: argparse.Namespace) -> dict:
         f"{version}; window {args.window}, depth {args.depth}, threads {args.threads}, {args.runs} runs each, "
         f"alternating; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
-    variants = [Variant(v, m) for m in args.modes for v in ("git", "packorder crc", "packorder full")]
+    variants = [Variant(v, m) for m in args.modes for v in ("git", *(f"packorder {lv}" for lv in args.levels))]
     if args.libgit2 and "fresh" in args.modes:
         variants.append(Variant("libgit2", "fresh"))
     if args.gix and "reuse" in args.modes:
@@ -267,7 +284,9 @@ def bench(args: argparse.Namespace) -> dict:
     for mode in args.modes:
         rows = [v for v in variants if v.mode == mode]
         base = rows[0]
-        git_side = "git pack-objects" if args.git_pack_objects else "git repack -ad"
+        git_side = (
+            "git pack-objects" if args.git_pack_objects else "git repack --cruft -d" if args.cruft else "git repack -ad"
+        )
         label = f"{git_side} / packorder repack" if mode == "reuse" else f"{git_side} (-f) / packorder repack -f"
         print(f"\n### {mode}: {label}")
         print(
@@ -307,6 +326,9 @@ def main() -> None:
     ap.add_argument("repo", type=Path)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--modes", default="reuse,fresh", help="comma-separated: reuse, fresh")
+    ap.add_argument("--levels", default="produced,crc,full", help="packorder's --verify levels, comma-separated")
+    ap.add_argument("--cruft", action="store_true", help="Git side: git repack --cruft -d")
+    ap.add_argument("--cruft-expiration", metavar="DATE", help="passed to both (with --cruft)")
     ap.add_argument("--window", type=int, default=10)
     ap.add_argument("--depth", type=int, default=50)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
@@ -330,6 +352,11 @@ def main() -> None:
     if args.bitmaps and args.git_pack_objects:
         ap.error("--bitmaps compares `git repack` with packorder; it cannot go with --git-pack-objects")
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    args.levels = [v.strip() for v in args.levels.split(",") if v.strip()]
+    if not set(args.levels) <= {"produced", "crc", "full"}:
+        raise SystemExit("--levels takes produced, crc and/or full")
+    if args.cruft_expiration and not args.cruft:
+        raise SystemExit("--cruft-expiration goes with --cruft")
     if not set(args.modes) <= {"reuse", "fresh"}:
         raise SystemExit("--modes takes reuse and/or fresh")
     if not git_dir_of(args.repo).joinpath("objects").is_dir():

@@ -178,3 +178,22 @@ def test_index_pack_keep_on_a_pack_file_writes_its_keep_as_git_does(work: Path, 
     keep = pack.with_suffix(".keep").name
     assert (tmp_path / "ours" / keep).read_bytes() == (tmp_path / "theirs" / keep).read_bytes() == b"kept by a test\n"
     assert proc.stdout.decode().strip() == pack.stem[len("pack-") :]
+
+
+def test_the_early_walk_reads_only_plain_repack_command_lines() -> None:
+    from packorder.early_walk import WalkRequest, read
+
+    assert read(["REPO"]) == WalkRequest(Path("REPO"), True, None)
+    assert read(["--order", "history", "-q", "REPO"]) == WalkRequest(Path("REPO"), True, "history")
+    assert read(["--order=git", "--dry-run"]) == WalkRequest(None, False, "git")
+    assert read(["-o", "OUT", "--window", "5", "REPO"]) == WalkRequest(Path("REPO"), False, None)
+    for unplain in (["-h"], ["--bogus", "REPO"], ["-fq", "REPO"], ["A", "B"], ["--order"], ["--", "REPO"]):
+        assert read(unplain) is None, unplain
+
+
+def test_a_command_line_refused_after_the_early_walk_leaves_no_lock(work: Path) -> None:
+    proc = run_cli("repack", "-q", "-v", str(work))  # read early, refused by the command
+    assert proc.returncode == 129 and not (work / ".git" / "gc.pid").exists()
+    proc = run_cli("repack", "--order", "history", "--json", str(work))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["order"] == "history"
+    assert not (work / ".git" / "gc.pid").exists()
