@@ -20,6 +20,7 @@ import numpy as np
 
 from packorder import _native
 from packorder.errors import CorruptPackError
+from packorder.families import chain_depths, roots_and_depths
 from packorder.format.layout import NO_BASE
 from packorder.format.pack import OBJ_TREE
 from packorder.progress import ProgressCallback, run_native_job
@@ -69,20 +70,6 @@ def stored_bases(repo: Repository, table: ObjectTable) -> tuple[np.ndarray, np.n
     return is_delta, base
 
 
-def chain_positions(base: np.ndarray) -> np.ndarray:
-    """How many delta links separate each object from its chain's root."""
-    depth = np.zeros(len(base), dtype=np.int64)
-    cur = base.copy()
-    active = cur >= 0
-    while active.any():
-        depth[active] += 1
-        cur[active] = base[cur[active]]
-        active = cur >= 0
-        if depth.max(initial=0) > len(base):
-            raise ValueError("delta cycle among stored deltas")
-    return depth
-
-
 def reuse(repo: Repository, table: ObjectTable, depth: int) -> DeltaChoice:
     """Reuse every stored delta whose base is written too, cutting chains at `depth`."""
     stored, base = stored_bases(repo, table)
@@ -90,7 +77,7 @@ def reuse(repo: Repository, table: ObjectTable, depth: int) -> DeltaChoice:
     if depth <= 0:
         cut = base >= 0
         return DeltaChoice(np.full(table.count, -1, dtype=np.int64), stored, cut)
-    position = chain_positions(base)
+    position = chain_depths(base)
     cut = (base >= 0) & (position % (depth + 1) == 0)
     base = np.where(cut, -1, base)
     return DeltaChoice(base, stored, cut)
@@ -169,12 +156,11 @@ def search_order(table: ObjectTable, sizes: np.ndarray, rows: np.ndarray) -> np.
 
 def reused_heights(base: np.ndarray) -> np.ndarray:
     """For each object, the longest chain of deltas hanging below it (0 for none)."""
-    from packorder.families import delta_roots
-
     height = np.zeros(len(base), dtype=np.int64)
     has = base >= 0
     if has.any():
-        np.maximum.at(height, delta_roots(base)[has], chain_positions(base)[has])
+        roots, depths = roots_and_depths(base)
+        np.maximum.at(height, roots[has], depths[has])
     return height
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from packorder import _native
+from packorder.format.layout import roots_and_depths
 
 
 def children_lists(base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -27,18 +28,7 @@ def children_lists(base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def delta_roots(base: np.ndarray) -> np.ndarray:
     """The root of each object's delta chain (itself for whole objects)."""
-    root = np.arange(len(base), dtype=np.int64)
-    cur = base.copy()
-    active = cur >= 0
-    steps = 0
-    while active.any():
-        root[active] = cur[active]
-        cur[active] = base[cur[active]]
-        active = cur >= 0
-        steps += 1
-        if steps > len(base):
-            raise ValueError("delta cycle")
-    return root
+    return roots_and_depths(base)[0]
 
 
 class WriteOrder:
@@ -72,16 +62,7 @@ class WriteOrder:
 
 def chain_depths(base: np.ndarray) -> np.ndarray:
     """The number of delta links from each object down to its chain root (0 for a root)."""
-    depth = np.zeros(len(base), dtype=np.int64)
-    cur = base.copy()
-    active = np.flatnonzero(cur >= 0)
-    while len(active):
-        depth[active] += 1
-        cur[active] = base[cur[active]]
-        active = active[cur[active] >= 0]
-        if len(active) and depth[active[0]] > len(base):
-            raise ValueError("delta cycle")
-    return depth
+    return roots_and_depths(base)[1]
 
 
 def depth_first_positions(base: np.ndarray) -> np.ndarray:

@@ -63,6 +63,54 @@ pub fn bases_first(order: &[i64], base: &[i64]) -> Option<Vec<i64>> {
     Some(out)
 }
 
+/// The root of each node's delta chain (itself for a whole object) and its depth (links to
+/// the root), for a forest given as `base` (-1 for a root). One pass: a chain is walked up
+/// to the first node already known, then filled in on the way back, so each node is
+/// visited a bounded number of times however deep the chains. None if the bases form a
+/// cycle (or point outside the forest).
+pub fn roots_and_depths(base: &[i64]) -> Option<(Vec<i64>, Vec<i64>)> {
+    let n = base.len();
+    const UNKNOWN: i64 = -1;
+    let mut root = vec![UNKNOWN; n];
+    let mut depth = vec![0i64; n];
+    let mut path: Vec<usize> = Vec::new();
+    for start in 0..n {
+        if root[start] != UNKNOWN {
+            continue;
+        }
+        path.clear();
+        let mut v = start;
+        // Climb until a root or a node whose answer is known.
+        let (top_root, top_depth) = loop {
+            if root[v] != UNKNOWN {
+                break (root[v], depth[v]);
+            }
+            path.push(v);
+            if path.len() > n {
+                return None;
+            }
+            let b = base[v];
+            if b < 0 {
+                let top = path.pop()?;
+                root[top] = top as i64;
+                depth[top] = 0;
+                break (top as i64, 0);
+            }
+            if b as usize >= n {
+                return None;
+            }
+            v = b as usize;
+        };
+        let mut d = top_depth;
+        while let Some(u) = path.pop() {
+            d += 1;
+            root[u] = top_root;
+            depth[u] = d;
+        }
+    }
+    Some((root, depth))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +132,19 @@ mod tests {
         let base = [-1, 0, 1, -1];
         assert_eq!(bases_first(&[2, 3, 0, 1], &base).unwrap(), vec![0, 1, 2, 3]);
         assert!(bases_first(&[0], &[1, 0]).is_none());
+    }
+
+    #[test]
+    fn roots_and_depths_of_chains_and_cycles() {
+        // 0 <- 1 <- 2, 3 alone, 4 <- 5 with 5 listed before its base's base.
+        let base = [-1, 0, 1, -1, -1, 4];
+        let (roots, depths) = roots_and_depths(&base).unwrap();
+        assert_eq!(roots, vec![0, 0, 0, 3, 4, 4]);
+        assert_eq!(depths, vec![0, 1, 2, 0, 0, 1]);
+        let deep: Vec<i64> = (-1..99_999).collect(); // one chain 100,000 deep
+        let (roots, depths) = roots_and_depths(&deep).unwrap();
+        assert!(roots.iter().all(|&r| r == 0) && depths[99_999] == 99_999);
+        assert!(roots_and_depths(&[1, 0]).is_none());
+        assert!(roots_and_depths(&[2]).is_none());
     }
 }

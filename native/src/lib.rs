@@ -379,6 +379,25 @@ fn add_families<'py>(
     pyo3::types::PyTuple::new(py, [PyBytes::new(py, &added), PyBytes::new(py, &flags)])
 }
 
+/// graph::roots_and_depths over a native i64 array of bases: (roots, depths), native i64s.
+#[pyfunction]
+fn chain_roots_depths<'py>(
+    py: Python<'py>,
+    base: &[u8],
+) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+    let base = i64s(base);
+    let (roots, depths) = graph::roots_and_depths(&base)
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("delta cycle"))?;
+    let encode = |v: &[i64]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+    pyo3::types::PyTuple::new(
+        py,
+        [
+            PyBytes::new(py, &encode(&roots)),
+            PyBytes::new(py, &encode(&depths)),
+        ],
+    )
+}
+
 /// graph::bases_first over native i64 arrays.
 #[pyfunction]
 fn bases_first<'py>(py: Python<'py>, order: &[u8], base: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
@@ -421,6 +440,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(range_crcs, m)?)?;
     m.add_function(wrap_pyfunction!(add_families, m)?)?;
     m.add_function(wrap_pyfunction!(bases_first, m)?)?;
+    m.add_function(wrap_pyfunction!(chain_roots_depths, m)?)?;
     m.add_function(wrap_pyfunction!(file_sha1, m)?)?;
     m.add_function(wrap_pyfunction!(parse_pack_access, m)?)?;
     m.add_function(wrap_pyfunction!(near_read, m)?)?;
