@@ -213,6 +213,7 @@ def _write_group(
             ref_delta=opts.ref_delta,
             level=opts.level,
             object_limit=physical_memory(),
+            threads=opts.threads,
             progress=progress,
         )
         seconds["write"] = seconds.get("write", 0.0) + time.perf_counter() - t
@@ -351,7 +352,9 @@ def repack(
         retained = _retained_cruft_packs(repo, opts)
         table = enumerate_objects(repo, snapshot=start, local=opts.local, retained=[p.path for p in retained])
         crash_point("enumerated")
+        t_cruft = time.perf_counter()
         selection = cruft_mod.select(repo, table, opts.cruft_expiration)
+        seconds["cruft"] = time.perf_counter() - t_cruft
         pruned_oids = table.oids[selection.expired]
         survivors = np.flatnonzero(~selection.expired)
         ages = selection.mtimes[survivors]

@@ -31,7 +31,7 @@ from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
 from packorder.progress import ProgressCallback, run_native_job, run_polled
-from packorder.repo import LOOSE, ObjectTable, Repository, id_order, keys, sort_keys
+from packorder.repo import LOOSE, ObjectTable, Repository, id_order, keys
 
 COPY_WHOLE, COPY_DELTA, FROM_PACK, FROM_LOOSE, NEW_DELTA = 0, 1, 2, 3, 4
 
@@ -169,8 +169,11 @@ def write(
     ref_delta: bool,
     level: int,
     object_limit: int,
+    threads: int = 1,
     progress: ProgressCallback | None = None,
 ) -> WrittenPack:
+    """Write the pack of `plan` to `path`; `threads` compress the entries the plan produces
+    (new deltas, loose objects, objects rebuilt from a chain) ahead of the writer."""
     writer = _native.PackWriter(
         _source_args(repo, plan.sources),
         plan.how.tobytes(),
@@ -184,6 +187,7 @@ def write(
         ref_delta,
         level,
         object_limit,
+        threads,
     )
 
     offsets_b, crcs_b, checksum, size = run_native_job(
@@ -337,8 +341,8 @@ def verify_produced(
     assert plan.crc_checked is not None
     targets = np.flatnonzero(~plan.crc_checked)
     if len(targets) > PRODUCED_SHARE_FOR_FULL * len(plan.how):
-        verify_full(written, threads, budget, object_limit, progress)
-    elif len(targets):
+        return verify_full(written, threads, budget, object_limit, progress)
+    if len(targets):
         source = (
             str(written.path),
             written.offsets.astype(np.uint64).tobytes(),
@@ -406,9 +410,11 @@ def verify_full(
     if left:
         raise PackError(f"new pack {written.path} fails verification: {len(left)} unresolved deltas")
     names, crcs_be, offsets_b, positions_be = native.index_table()
-    want = np.ascontiguousarray(sort_keys(keys(written.plan.oids))).tobytes()
-    if names != want:
+    order = id_order(keys(written.plan.oids))
+    if names != np.ascontiguousarray(written.plan.oids[order]).tobytes():
         raise PackError(f"new pack {written.path} fails verification: its objects are not the planned ones")
+    if not np.array_equal(np.frombuffer(offsets_b, dtype=np.uint64), written.offsets[order]):
+        raise PackError(f"new pack {written.path} fails verification: its objects are not where they were planned")
     if native.checksum != written.checksum:
         raise PackError(f"new pack {written.path} fails verification: trailer mismatch")
     offsets = np.frombuffer(offsets_b, dtype=np.uint64)

@@ -628,3 +628,71 @@ def test_a_pack_damaged_after_writing_fails_verification(
         packorder.repack(work, verify=verify)
     assert sorted(p.name for p in (work / ".git" / "objects" / "pack").iterdir()) == before
     git(work, "fsck", "--full")
+
+
+@pytest.mark.parametrize("verify", ["produced", "full", "crc"])
+def test_a_wrong_new_delta_is_caught_by_produced_and_full_not_by_crc(
+    work: Path, verify: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the levels prove: two new deltas swapped between their entries (each entry's
+    header, CRC and trailer consistent with what was written) pass `crc`'s checks; `produced`
+    and `full` hash the objects and refuse the pack, changing nothing."""
+    from packorder import writer
+
+    real_plan = writer.make_plan
+
+    def swapped(*args, **kw):  # type: ignore[no-untyped-def]
+        plan = real_plan(*args, **kw)
+        new = np.flatnonzero(plan.how == writer.NEW_DELTA)
+        if len(new) >= 2:  # the ordered pack's (the cruft pack has one blob)
+            a, b = new[:2]
+            plan.src[[a, b]] = plan.src[[b, a]]
+            plan.sizes[[a, b]] = plan.sizes[[b, a]]
+        return plan
+
+    monkeypatch.setattr(writer, "make_plan", swapped)
+    before = sorted(p.name for p in (work / ".git" / "objects" / "pack").iterdir())
+    if verify == "crc":
+        packorder.repack(work, no_reuse_delta=True, verify=verify)
+        assert subprocess.run(["git", "-C", str(work), "fsck", "--full"], capture_output=True).returncode != 0
+        return
+    with pytest.raises(PackError, match="fails verification"):
+        packorder.repack(work, no_reuse_delta=True, verify=verify)
+    assert sorted(p.name for p in (work / ".git" / "objects" / "pack").iterdir()) == before
+    git(work, "fsck", "--full")
+
+
+@pytest.mark.parametrize("where", ["ordered", "cruft"])
+def test_produced_verification_hashes_loose_objects(work: Path, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loose blob read from another blob's file: its entry is produced, so it is hashed,
+    and the mix-up found before anything is removed. In the ordered pack few entries are
+    produced (each is read back and hashed); in the cruft pack all are (the pack is
+    re-indexed, and each object must be at its planned offset)."""
+    from packorder import writer
+
+    if where == "ordered":
+        (work / "one.txt").write_text("a first blob, loose\n")
+        (work / "two.txt").write_text("a second blob, loose, of another size\n")
+        git(work, "add", "one.txt", "two.txt")
+        git(work, "commit", "-q", "-m", "two loose blobs")
+    else:
+        git(work, "hash-object", "-w", "--stdin", input=b"a second unreachable blob\n")
+    real_plan = writer.make_plan
+    swapped: list[bool] = []
+
+    def wrong_file(*args, **kw):  # type: ignore[no-untyped-def]
+        plan = real_plan(*args, **kw)
+        rows = np.flatnonzero((plan.how == writer.FROM_LOOSE) & (plan.kinds == 3))
+        if len(rows) >= 2 and not swapped:
+            a, b = plan.src[rows[0]], plan.src[rows[1]]
+            plan.loose[a], plan.loose[b] = plan.loose[b], plan.loose[a]
+            swapped.append(len(rows) < 0.25 * len(plan.how))
+        return plan
+
+    monkeypatch.setattr(writer, "make_plan", wrong_file)
+    before = sorted(p.name for p in (work / ".git" / "objects" / "pack").iterdir())
+    with pytest.raises(PackError, match="fails verification"):
+        packorder.repack(work)
+    assert swapped == [where == "ordered"]  # read back one by one / the pack re-indexed
+    git(work, "fsck", "--full")
+    assert set(before) <= {p.name for p in (work / ".git" / "objects" / "pack").iterdir()}

@@ -97,16 +97,18 @@ pub fn read_loose<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(u8, Bound<'p
 #[pyclass(frozen, module = "packorder._native")]
 pub struct PackWriter {
     progress: Arc<Progress>,
-    job: Mutex<Option<(Vec<Source>, Plan)>>,
+    job: Mutex<Option<(Store, Plan)>>,
+    threads: usize,
 }
 
 #[pymethods]
 impl PackWriter {
     /// sources: [(path, offsets u64, ends u64, header_lens u8, kinds u8, sizes u64, bases i64,
     /// crcs u32)], arrays native-endian in pack order. Plan columns: how u8, src u32, pos u64,
-    /// base i64, kinds u8, oids (20 bytes each); loose: paths; new_deltas: bytes each.
+    /// base i64, kinds u8, oids (20 bytes each); loose: paths; new_deltas: bytes each;
+    /// threads: how many compress the entries the plan produces.
     #[new]
-    #[pyo3(signature = (sources, how, src, pos, base, kinds, oids, loose, new_deltas, ref_delta, level, object_limit))]
+    #[pyo3(signature = (sources, how, src, pos, base, kinds, oids, loose, new_deltas, ref_delta, level, object_limit, threads))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         sources: Vec<SourceArgs<'_>>,
@@ -121,6 +123,7 @@ impl PackWriter {
         ref_delta: bool,
         level: u32,
         object_limit: u64,
+        threads: usize,
     ) -> PyResult<Self> {
         let srcs = sources
             .into_iter()
@@ -167,9 +170,11 @@ impl PackWriter {
                 return Err(bad_plan(&format!("entry {i} refers to nothing")));
             }
         }
+        let store = Store::new(srcs, Vec::new(), object_limit).map_err(to_py_err)?;
         Ok(PackWriter {
             progress: Arc::new(Progress::default()),
-            job: Mutex::new(Some((srcs, plan))),
+            job: Mutex::new(Some((store, plan))),
+            threads: threads.max(1),
         })
     }
 
@@ -177,7 +182,7 @@ impl PackWriter {
     /// checksum, pack size). Nothing is left at `path` on failure.
     fn write<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyTuple>> {
         let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some((sources, plan)) = job else {
+        let Some((store, plan)) = job else {
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
                 "this writer has already run",
             ));
@@ -186,7 +191,7 @@ impl PackWriter {
         progress.start(1, plan.how.len() as u64);
         let written = py
             .detach(|| {
-                let r = write_pack(&path, &sources, &plan, &progress);
+                let r = write_pack(&path, &store, &plan, self.threads, &progress);
                 if r.is_err() {
                     let _ = std::fs::remove_file(&path);
                 }

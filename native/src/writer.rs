@@ -8,11 +8,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use crate::delta::apply_delta;
 use crate::entry::{encode_ofs, encode_type_size, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ};
 use crate::error::{PackError, Result};
 use crate::hash::FileChecksum;
-use crate::inflate::Inflater;
+use crate::object_read::{Reader, Store};
 use crate::progress::Progress;
 use crate::source::PackFile;
 
@@ -301,35 +300,66 @@ fn copy_entry(
     Ok(())
 }
 
-/// The object entry `pos` of `src` stands for, resolved through its delta chain.
-fn materialize(src: &Source, pos: usize, inflater: &mut Inflater, limit: u64) -> Result<Vec<u8>> {
-    let mut chain = vec![pos];
-    while src.bases[*chain.last().unwrap_or(&pos)] >= 0 {
-        let next = src.bases[*chain.last().unwrap_or(&pos)] as usize;
-        if chain.len() > src.offsets.len() {
-            return Err(src_err(src, src.offsets[pos], "delta cycle"));
+/// An entry packorder produces (an object rebuilt from its source's chain, a loose object,
+/// a new delta): its type for the header, its data size, and its data compressed. None of it
+/// depends on where the entry lands, so producer threads make these ahead of the writer.
+struct Produced {
+    kind: u8,
+    size: u64,
+    compressed: Vec<u8>,
+}
+
+/// Entries produced by one thread in a row (consecutive entries are often one family, whose
+/// bases the thread's reader then has in its cache).
+const PRODUCE_BLOCK: usize = 32;
+/// Produced entries a thread may have ready before the writer takes them.
+const PRODUCE_AHEAD: usize = 4 * PRODUCE_BLOCK;
+/// Each producer's cache of rebuilt delta bases.
+const PRODUCE_CACHE: u64 = 64 << 20;
+
+fn produce(i: usize, plan: &Plan, reader: &mut Reader<'_>) -> Result<Produced> {
+    let (kind, size, compressed) = match plan.how[i] {
+        FROM_PACK => {
+            let data = reader.read_entry(plan.src[i], plan.pos[i] as usize)?;
+            (plan.kinds[i], data.len() as u64, deflate(&data, plan.level)?)
         }
-        chain.push(next);
-    }
-    let inflate = |i: usize, inflater: &mut Inflater| -> Result<Vec<u8>> {
-        let (start, end) = (src.offsets[i] + src.header_lens[i] as u64, src.ends[i]);
-        if src.sizes[i] > limit {
-            return Err(src_err(src, src.offsets[i], "object too large for memory"));
+        FROM_LOOSE => {
+            let (kind, data) = crate::loose::read_loose(&plan.loose[plan.src[i] as usize], plan.object_limit)?;
+            (kind, data.len() as u64, deflate(&data, plan.level)?)
         }
-        let mut raw = vec![0u8; (end - start) as usize];
-        src.pack.read_exact_at(&mut raw, start)?;
-        inflater
-            .inflate_to_vec(&raw, src.sizes[i] as usize)
-            .map(|(v, _)| v)
-            .map_err(|f| src_err(src, src.offsets[i], &f.describe(src.sizes[i])))
+        _ => {
+            let delta = &plan.new_deltas[plan.src[i] as usize];
+            (OBJ_OFS_DELTA, delta.len() as u64, deflate(delta, plan.level)?)
+        }
     };
-    let root = chain.pop().unwrap_or(pos);
-    let mut data = inflate(root, inflater)?;
-    while let Some(i) = chain.pop() {
-        let delta = inflate(i, inflater)?;
-        data = apply_delta(&data, &delta, src.offsets[i], limit)?;
+    Ok(Produced { kind, size, compressed })
+}
+
+fn is_produced(how: u8) -> bool {
+    matches!(how, FROM_PACK | FROM_LOOSE | NEW_DELTA)
+}
+
+/// Producer `t` of `threads`: the produced entries of blocks t, t + threads, ... in order,
+/// into `out` (stops when the writer stops taking them).
+fn produce_blocks(
+    t: usize,
+    threads: usize,
+    produced: &[usize],
+    store: &Store,
+    plan: &Plan,
+    progress: &Progress,
+    out: mpsc::SyncSender<Result<Produced>>,
+) {
+    let mut reader = Reader::new(store, PRODUCE_CACHE);
+    for block in produced.chunks(PRODUCE_BLOCK).skip(t).step_by(threads) {
+        for &i in block {
+            let item = progress.check_cancelled().and_then(|()| produce(i, plan, &mut reader));
+            let failed = item.is_err();
+            if out.send(item).is_err() || failed {
+                return;
+            }
+        }
     }
-    Ok(data)
 }
 
 fn deflate(data: &[u8], level: u32) -> Result<Vec<u8>> {
@@ -342,11 +372,13 @@ fn deflate(data: &[u8], level: u32) -> Result<Vec<u8>> {
     z.finish().map_err(|e| PackError::io("cannot compress", e))
 }
 
-/// Write the pack of `plan` to `path`.
+/// Write the pack of `plan`, whose sources are `store`'s packs, to `path`; the entries it
+/// produces are compressed by `threads` threads ahead of the writer.
 pub fn write_pack(
     path: &Path,
-    sources: &[Source],
+    store: &Store,
     plan: &Plan,
+    threads: usize,
     progress: &Progress,
 ) -> Result<Written> {
     let n = plan.how.len();
@@ -354,10 +386,19 @@ pub fn write_pack(
         u32::try_from(n).map_err(|_| PackError::general("too many objects for one pack"))?;
     let file = File::create(path)
         .map_err(|e| PackError::io(&format!("cannot create {}", path.display()), e))?;
+    let produced: Vec<usize> = (0..n).filter(|&i| is_produced(plan.how[i])).collect();
+    let threads = threads.clamp(1, produced.len().div_ceil(PRODUCE_BLOCK).max(1));
     std::thread::scope(|scope| {
         let (to_disk, chunks) = mpsc::sync_channel(4);
         let (give_back, spare) = mpsc::channel();
         let disk = scope.spawn(move || hash_and_write(file, chunks, give_back));
+        let mut ready = Vec::with_capacity(threads);
+        for t in 0..threads {
+            let (tx, rx) = mpsc::sync_channel(PRODUCE_AHEAD);
+            let produced = &produced;
+            scope.spawn(move || produce_blocks(t, threads, produced, store, plan, progress, tx));
+            ready.push(rx);
+        }
         let out = Out {
             chunk: Vec::with_capacity(CHUNK),
             at: 0,
@@ -365,7 +406,8 @@ pub fn write_pack(
             spare,
             disk: Some(disk),
         };
-        write_entries(out, sources, plan, progress, count)
+        // Dropping `ready` (when the writer returns, on success or error) stops the producers.
+        write_entries(out, &store.packs, plan, progress, count, ready)
     })
 }
 
@@ -375,6 +417,7 @@ fn write_entries(
     plan: &Plan,
     progress: &Progress,
     count: u32,
+    ready: Vec<mpsc::Receiver<Result<Produced>>>,
 ) -> Result<Written> {
     let n = plan.how.len();
     let mut head = Vec::with_capacity(12);
@@ -384,7 +427,13 @@ fn write_entries(
     out.put(&head, &mut crc32fast::Hasher::new())?;
     let mut offsets = Vec::with_capacity(n);
     let mut crcs = Vec::with_capacity(n);
-    let mut inflater = Inflater::new();
+    let mut taken = 0usize; // produced entries taken so far
+    let mut take = || -> Result<Produced> {
+        let rx = &ready[(taken / PRODUCE_BLOCK) % ready.len()];
+        taken += 1;
+        rx.recv()
+            .unwrap_or_else(|_| Err(PackError::general("an entry's producer stopped")))
+    };
     let mut header = Vec::with_capacity(32);
     let mut copy_buf = Vec::new();
     let mut batch = Batch::default();
@@ -431,30 +480,22 @@ fn write_entries(
                 }
             }
             FROM_PACK | FROM_LOOSE => {
-                let (kind, data) = if how == FROM_PACK {
-                    let src = &sources[plan.src[i] as usize];
-                    (
-                        plan.kinds[i],
-                        materialize(src, plan.pos[i] as usize, &mut inflater, plan.object_limit)?,
-                    )
-                } else {
-                    crate::loose::read_loose(&plan.loose[plan.src[i] as usize], plan.object_limit)?
-                };
-                if kind != plan.kinds[i] {
+                let made = take()?;
+                if made.kind != plan.kinds[i] {
                     return Err(PackError::general(format!(
                         "object {} changed type",
                         crate::hash::hex(&plan.oids[i])
                     )));
                 }
-                encode_type_size(kind, data.len() as u64, &mut header);
+                encode_type_size(made.kind, made.size, &mut header);
                 out.put(&header, &mut crc)?;
-                out.put(&deflate(&data, plan.level)?, &mut crc)?;
+                out.put(&made.compressed, &mut crc)?;
             }
             NEW_DELTA => {
-                let delta = &plan.new_deltas[plan.src[i] as usize];
-                delta_header(&mut header, delta.len() as u64)?;
+                let made = take()?;
+                delta_header(&mut header, made.size)?;
                 out.put(&header, &mut crc)?;
-                out.put(&deflate(delta, plan.level)?, &mut crc)?;
+                out.put(&made.compressed, &mut crc)?;
             }
             _ => {
                 return Err(PackError::general(format!(
