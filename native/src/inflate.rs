@@ -14,6 +14,18 @@ pub enum InflateFailure {
     Short,
     /// The stream produces more than the declared number of bytes.
     Long,
+    /// The declared size is more than a stream of the entry's compressed length can hold.
+    Impossible,
+    /// The declared size could not be allocated.
+    NoMemory,
+}
+
+/// The most bytes a zlib stream of `compressed` bytes can inflate to. Deflate's best case
+/// codes a 258-byte match in one bit of a block (zlib documents 1032:1); the slack covers
+/// the stream's header and a block's. A larger declared size is a lie that must not decide
+/// how much memory is asked for.
+pub fn inflated_bound(compressed: u64) -> u64 {
+    compressed.saturating_mul(1032).saturating_add(1024)
 }
 
 impl InflateFailure {
@@ -26,6 +38,12 @@ impl InflateFailure {
             InflateFailure::Long => {
                 format!("zlib stream inflates to more bytes than the declared size {declared}")
             }
+            InflateFailure::Impossible => {
+                format!(
+                    "declared size {declared} is more than the entry's compressed bytes can hold"
+                )
+            }
+            InflateFailure::NoMemory => format!("cannot allocate the declared size {declared}"),
         }
     }
 }
@@ -80,14 +98,57 @@ impl Inflater {
         }
     }
 
+    /// Inflate the zlib stream at the start of `input` into `out`, which becomes exactly
+    /// `size` bytes; returns how many input bytes the stream occupies. The buffer is not
+    /// zero-filled first (libdeflate writes every byte or fails), and a size no stream of
+    /// `input.len()` bytes can reach is refused before anything is allocated.
+    pub fn inflate_into(
+        &mut self,
+        input: &[u8],
+        size: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, InflateFailure> {
+        if size as u64 > inflated_bound(input.len() as u64) {
+            return Err(InflateFailure::Impossible);
+        }
+        out.clear();
+        out.try_reserve_exact(size)
+            .map_err(|_| InflateFailure::NoMemory)?;
+        let mut consumed = 0usize;
+        // SAFETY: `out` has room for `size` bytes; libdeflate reads at most input.len() bytes
+        // and writes at most `size`. Without actual_out_nbytes_ret it succeeds (0) only
+        // when it wrote exactly `size` bytes, so all of them are initialized then.
+        let rc = unsafe {
+            libdeflate_zlib_decompress_ex(
+                self.whole,
+                input.as_ptr().cast(),
+                input.len(),
+                out.as_mut_ptr().cast(),
+                size,
+                &mut consumed,
+                std::ptr::null_mut(),
+            )
+        };
+        match rc {
+            0 => {
+                // SAFETY: see above: `size` bytes were written.
+                unsafe { out.set_len(size) };
+                Ok(consumed)
+            }
+            2 => Err(InflateFailure::Short),
+            3 => Err(InflateFailure::Long),
+            _ => Err(InflateFailure::Corrupt),
+        }
+    }
+
     /// Inflate into a new vector of exactly `size` bytes.
     pub fn inflate_to_vec(
         &mut self,
         input: &[u8],
         size: usize,
     ) -> Result<(Vec<u8>, usize), InflateFailure> {
-        let mut out = vec![0u8; size];
-        let used = self.inflate_exact(input, &mut out)?;
+        let mut out = Vec::new();
+        let used = self.inflate_into(input, size, &mut out)?;
         Ok((out, used))
     }
 }

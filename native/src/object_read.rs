@@ -178,10 +178,8 @@ impl<'a> Reader<'a> {
         } else {
             Vec::new()
         };
-        out.clear();
-        out.resize(size as usize, 0);
         self.inflater
-            .inflate_exact(&self.raw, &mut out)
+            .inflate_into(&self.raw, size as usize, &mut out)
             .map_err(|f| Self::corrupt(src, pos, &f.describe(size)))?;
         self.stats.inflated += 1;
         if self.raw.capacity() > 1 << 22 {

@@ -31,7 +31,7 @@ use crate::delta::{apply_delta, apply_delta_into, delta_sizes};
 use crate::entry::{is_delta, ObjectId};
 use crate::error::{PackError, Result};
 use crate::hash::object_id;
-use crate::inflate::Inflater;
+use crate::inflate::{inflated_bound, InflateFailure, Inflater};
 use crate::progress::Progress;
 use crate::retain::{Base, Gate, KeptBases, Ticket};
 use crate::source::PackFile;
@@ -173,15 +173,13 @@ impl<'a> Resolver<'a> {
                 format!("object of {size} bytes does not fit in memory"),
             ));
         }
-        out.clear();
-        out.try_reserve_exact(size as usize).map_err(|_| {
-            PackError::at(
-                offset,
-                format!("cannot allocate {size} bytes for an object"),
-            )
-        })?;
-        out.resize(size as usize, 0);
         let clen = end - start;
+        if size > inflated_bound(clen) {
+            return Err(PackError::at(
+                offset,
+                InflateFailure::Impossible.describe(size),
+            ));
+        }
         // Large entries are inflated straight from the file, without a second (compressed)
         // copy of them in memory.
         if clen <= KEEP_BUFFER_LIMIT as u64 {
@@ -192,7 +190,10 @@ impl<'a> Resolver<'a> {
                 }
                 self.pack.read_exact_at(&mut rb[..clen as usize], start)?;
                 let used = INFLATER
-                    .with(|inf| inf.borrow_mut().inflate_exact(&rb[..clen as usize], out))
+                    .with(|inf| {
+                        inf.borrow_mut()
+                            .inflate_into(&rb[..clen as usize], size as usize, out)
+                    })
                     .map_err(|f| PackError::at(offset, f.describe(size)))?;
                 if used as u64 != clen {
                     return Err(PackError::at(
@@ -206,6 +207,14 @@ impl<'a> Resolver<'a> {
                 Ok(())
             })
         } else {
+            out.clear();
+            out.try_reserve_exact(size as usize).map_err(|_| {
+                PackError::at(
+                    offset,
+                    format!("cannot allocate {size} bytes for an object"),
+                )
+            })?;
+            out.resize(size as usize, 0);
             self.inflate_streaming(start, end, offset, out)
         }
     }

@@ -321,18 +321,31 @@ fn produce(i: usize, plan: &Plan, reader: &mut Reader<'_>) -> Result<Produced> {
     let (kind, size, compressed) = match plan.how[i] {
         FROM_PACK => {
             let data = reader.read_entry(plan.src[i], plan.pos[i] as usize)?;
-            (plan.kinds[i], data.len() as u64, deflate(&data, plan.level)?)
+            (
+                plan.kinds[i],
+                data.len() as u64,
+                deflate(&data, plan.level)?,
+            )
         }
         FROM_LOOSE => {
-            let (kind, data) = crate::loose::read_loose(&plan.loose[plan.src[i] as usize], plan.object_limit)?;
+            let (kind, data) =
+                crate::loose::read_loose(&plan.loose[plan.src[i] as usize], plan.object_limit)?;
             (kind, data.len() as u64, deflate(&data, plan.level)?)
         }
         _ => {
             let delta = &plan.new_deltas[plan.src[i] as usize];
-            (OBJ_OFS_DELTA, delta.len() as u64, deflate(delta, plan.level)?)
+            (
+                OBJ_OFS_DELTA,
+                delta.len() as u64,
+                deflate(delta, plan.level)?,
+            )
         }
     };
-    Ok(Produced { kind, size, compressed })
+    Ok(Produced {
+        kind,
+        size,
+        compressed,
+    })
 }
 
 fn is_produced(how: u8) -> bool {
@@ -353,7 +366,9 @@ fn produce_blocks(
     let mut reader = Reader::new(store, PRODUCE_CACHE);
     for block in produced.chunks(PRODUCE_BLOCK).skip(t).step_by(threads) {
         for &i in block {
-            let item = progress.check_cancelled().and_then(|()| produce(i, plan, &mut reader));
+            let item = progress
+                .check_cancelled()
+                .and_then(|()| produce(i, plan, &mut reader));
             let failed = item.is_err();
             if out.send(item).is_err() || failed {
                 return;
