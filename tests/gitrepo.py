@@ -47,6 +47,12 @@ def git(
     return proc.stdout
 
 
+def git_version() -> tuple[int, ...]:
+    """The version of the git the tests run, as numbers: (2, 47, 3)."""
+    out = git(None, "--version").decode().split()[2]
+    return tuple(int(part) for part in out.split(".")[:3] if part.isdigit())
+
+
 class Repo:
     """A work tree repository grown commit by commit, with a fixed clock."""
 

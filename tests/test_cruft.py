@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gitrepo import Repo, build_history, git
+from gitrepo import Repo, build_history, git, git_version
 
 import packorder
 from packorder.errors import RepositoryError, UsageError
@@ -277,6 +277,10 @@ def cruft_packs(git_dir: Path) -> dict[str, set[str]]:
     return out
 
 
+needs_max_cruft_size = pytest.mark.skipif(git_version() < (2, 43), reason="git repack --max-cruft-size: Git 2.43")
+
+
+@needs_max_cruft_size
 @pytest.mark.parametrize("limit", [50_000, 200_000])
 def test_max_cruft_size_keeps_or_rewrites_existing_cruft_packs_as_git_does(tmp_path: Path, limit: int) -> None:
     """Cruft packs that do not fit --max-cruft-size together (smallest first) are kept as they
@@ -298,6 +302,7 @@ def test_max_cruft_size_keeps_or_rewrites_existing_cruft_packs_as_git_does(tmp_p
     git(ours, "fsck", "--full")
 
 
+@needs_max_cruft_size
 def test_max_cruft_size_splits_a_large_cruft_pack(tmp_path: Path) -> None:
     repo = build_history(tmp_path / "repo", commits=5)
     repo.run("repack", "-adq")
