@@ -16,6 +16,22 @@ pub(crate) struct Base {
     pub(crate) pending: AtomicU32,
 }
 
+// A delta chain is a linked list of bases, each holding its parent. Dropping the last
+// reference to a deep one would drop its parent inside its own drop, and so on: a chain
+// 100,000 deep (a hostile pack) overflows the thread's stack. Unlink iteratively instead:
+// each parent this drop owns alone is taken apart here, the others are left to their owners.
+impl Drop for Base {
+    fn drop(&mut self) {
+        let mut next = self.parent.take();
+        while let Some(parent) = next {
+            next = match Arc::try_unwrap(parent) {
+                Ok(mut alone) => alone.parent.take(),
+                Err(_shared) => None,
+            };
+        }
+    }
+}
+
 pub(crate) struct KeptBases {
     pub(crate) budget: u64,
     pub(crate) used: AtomicU64,
