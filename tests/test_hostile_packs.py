@@ -77,3 +77,23 @@ def test_a_repository_holding_it_repacks(deep: tuple[Path, bytes], tmp_path: Pat
     assert result.objects == DEPTH + 1 and result.cut_deltas > DEPTH // 60
     git(repo, "fsck", "--full")
     assert git(repo, "cat-file", "-t", last.hex()).strip() == b"blob"
+
+
+def test_a_loose_object_declaring_2_gib_is_one_error_not_an_allocation(tmp_path: Path) -> None:
+    """A loose object's header says 2 GiB (within the memory of any machine); its file holds a few bytes. The repack reading it
+    fails with one line naming the file; nothing is allocated for it, nothing changed."""
+    import zlib
+
+    repo = tmp_path / "repo.git"
+    git(None, "init", "-q", "--bare", str(repo))
+    git(repo, "hash-object", "-w", "--stdin", input=b"a good object\n")
+    liar = repo / "objects" / "ab" / ("cd" * 19)
+    liar.parent.mkdir(parents=True, exist_ok=True)
+    liar.write_bytes(zlib.compress(b"blob 2147483648\0only a few bytes"))
+    listing = sorted(str(p) for p in (repo / "objects").rglob("*"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "packorder.cli", "repack", str(repo)], capture_output=True, text=True, env=git_env()
+    )
+    assert proc.returncode == 128, proc.stderr
+    assert proc.stderr.count("\n") == 1 and str(liar) in proc.stderr and "more than its file can hold" in proc.stderr
+    assert sorted(str(p) for p in (repo / "objects").rglob("*")) == listing

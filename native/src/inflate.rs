@@ -64,9 +64,9 @@ impl Default for Inflater {
 
 impl Inflater {
     pub fn new() -> Self {
-        // SAFETY: plain allocation; checked for null below.
+        // SAFETY: plain allocation. A null one (out of memory) makes every whole-buffer
+        // inflate fail with NoMemory instead of aborting here.
         let whole = unsafe { libdeflate_alloc_decompressor() };
-        assert!(!whole.is_null(), "out of memory allocating a decompressor");
         Inflater {
             whole,
             stream: flate2::Decompress::new(true),
@@ -76,6 +76,9 @@ impl Inflater {
     /// Inflate the zlib stream at the start of `input` into exactly `out.len()` bytes.
     /// Returns how many input bytes the stream occupies.
     pub fn inflate_exact(&mut self, input: &[u8], out: &mut [u8]) -> Result<usize, InflateFailure> {
+        if self.whole.is_null() {
+            return Err(InflateFailure::NoMemory);
+        }
         let mut consumed = 0usize;
         // SAFETY: both buffers are valid for the lengths passed; libdeflate reads at most
         // input.len() bytes and writes at most out.len() bytes.
@@ -110,6 +113,9 @@ impl Inflater {
     ) -> Result<usize, InflateFailure> {
         if size as u64 > inflated_bound(input.len() as u64) {
             return Err(InflateFailure::Impossible);
+        }
+        if self.whole.is_null() {
+            return Err(InflateFailure::NoMemory);
         }
         out.clear();
         out.try_reserve_exact(size)
@@ -155,8 +161,10 @@ impl Inflater {
 
 impl Drop for Inflater {
     fn drop(&mut self) {
-        // SAFETY: allocated in new() and freed exactly once.
-        unsafe { libdeflate_free_decompressor(self.whole) };
+        if !self.whole.is_null() {
+            // SAFETY: allocated in new() and freed exactly once.
+            unsafe { libdeflate_free_decompressor(self.whole) };
+        }
     }
 }
 

@@ -74,35 +74,42 @@ pub fn read_loose(path: &Path, limit: u64) -> Result<(u8, Vec<u8>)> {
             &format!("object of {size} bytes does not fit in memory"),
         ));
     }
+    if size > crate::inflate::inflated_bound(raw.len() as u64) {
+        return Err(bad(
+            path,
+            &format!("declares {size} bytes, more than its file can hold"),
+        ));
+    }
+    // The buffer grows as the object inflates (to its declared size and one byte more, to
+    // see a longer stream), so a lying header costs no more memory than the data it has.
+    let want = size as usize + 1;
     let mut data = Vec::new();
-    data.try_reserve_exact(size as usize + 1)
-        .map_err(|_| bad(path, "cannot allocate"))?;
     data.extend_from_slice(&head[hlen..made]);
-    data.resize(size as usize + 1, 0);
-    let mut filled = made - hlen;
     loop {
+        if data.len() == data.capacity() {
+            let more = data
+                .capacity()
+                .max(64 << 10)
+                .min(want - data.len().min(want));
+            data.try_reserve_exact(more.max(1))
+                .map_err(|_| bad(path, "cannot allocate"))?;
+        }
         let (in0, out0) = (z.total_in() as usize, z.total_out());
         let status = z
-            .decompress(
-                &raw[in0..],
-                &mut data[filled..],
-                flate2::FlushDecompress::Finish,
-            )
+            .decompress_vec(&raw[in0..], &mut data, flate2::FlushDecompress::Finish)
             .map_err(|_| bad(path, "bad zlib"))?;
-        filled += (z.total_out() - out0) as usize;
+        if data.len() > size as usize {
+            return Err(bad(path, "longer than its declared size"));
+        }
         if status == flate2::Status::StreamEnd {
             break;
         }
-        if z.total_out() == out0 && z.total_in() as usize == in0 {
+        if z.total_out() == out0 && z.total_in() as usize == in0 && data.len() < data.capacity() {
             return Err(bad(path, "truncated"));
         }
-        if filled > size as usize {
-            return Err(bad(path, "longer than its declared size"));
-        }
     }
-    if filled != size as usize {
+    if data.len() != size as usize {
         return Err(bad(path, "size does not match its header"));
     }
-    data.truncate(size as usize);
     Ok((kind, data))
 }

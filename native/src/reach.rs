@@ -130,7 +130,12 @@ impl Reader<'_> {
 
     /// The pack position of `id`, for the chunk being built in `rows`.
     fn position(&self, id: &[u8], rows: &mut Rows) -> u32 {
-        let id: ObjectId = id.try_into().expect("20 bytes");
+        // Tree entries end in a 20-byte id (tree_entry_end checked it): copied, not converted,
+        // so that nothing here can panic.
+        let mut id_owned: ObjectId = [0; RAWSZ];
+        let n = RAWSZ.min(id.len());
+        id_owned[..n].copy_from_slice(&id[..n]);
+        let id = id_owned;
         match self.finder.at(&id) {
             Some(k) => self.e.sorted_pos[k],
             None => {
@@ -200,7 +205,9 @@ impl Reader<'_> {
             while at < data.len() {
                 let end = tree_entry_end(&data[at..]).ok_or_else(|| bad("malformed tree entry"))?;
                 let id = &data[at + end - RAWSZ..at + end];
-                key = key.rotate_left(7) ^ u64::from_le_bytes(id[..8].try_into().expect("8"));
+                let mut first = [0u8; 8];
+                first.copy_from_slice(&id[..8]);
+                key = key.rotate_left(7) ^ u64::from_le_bytes(first);
                 at += end;
                 count += 1;
                 if id[0] & 0xf8 == 0 || count == 64 || at == data.len() {

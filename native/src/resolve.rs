@@ -214,12 +214,20 @@ impl<'a> Resolver<'a> {
                     format!("cannot allocate {size} bytes for an object"),
                 )
             })?;
-            out.resize(size as usize, 0);
-            self.inflate_streaming(start, end, offset, out)
+            // The first pass inflated this entry to exactly `size` bytes: the size is true.
+            self.inflate_streaming(start, end, offset, size, out)
         }
     }
 
-    fn inflate_streaming(&self, start: u64, end: u64, offset: u64, out: &mut [u8]) -> Result<()> {
+    /// Inflate an entry from the file into `out` (empty, with room for its size), in pieces.
+    fn inflate_streaming(
+        &self,
+        start: u64,
+        end: u64,
+        offset: u64,
+        size: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         let mut stream = flate2::Decompress::new(true);
         let mut input = vec![0u8; 1 << 20];
         let mut pos = start;
@@ -229,11 +237,7 @@ impl<'a> Resolver<'a> {
             while taken < n {
                 let (in0, out0) = (stream.total_in(), stream.total_out() as usize);
                 let status = stream
-                    .decompress(
-                        &input[taken..n],
-                        &mut out[out0..],
-                        flate2::FlushDecompress::None,
-                    )
+                    .decompress_vec(&input[taken..n], out, flate2::FlushDecompress::None)
                     .map_err(|e| PackError::at(offset, format!("corrupt zlib stream: {e}")))?;
                 let took = (stream.total_in() - in0) as usize;
                 taken += took;
@@ -246,7 +250,7 @@ impl<'a> Resolver<'a> {
             }
             pos += n as u64;
         }
-        if stream.total_out() as usize != out.len() || stream.total_in() != end - start {
+        if out.len() as u64 != size || stream.total_in() != end - start {
             return Err(PackError::at(
                 offset,
                 "entry changed since it was first read",

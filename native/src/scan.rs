@@ -168,11 +168,25 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
                 s.spawn(move || scan_region(pack, limit, start, stop, expected, opts, progress))
             })
             .collect();
+        // A thread that panicked (a bug, not the data: every data error is a Region's or the
+        // checksum's own error) becomes an error too, not an abort.
         let regions: Vec<Region> = handles
             .into_iter()
-            .map(|h| h.join().expect("scan thread panicked"))
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Region {
+                    start: PACK_HEADER_LEN,
+                    table: Table::default(),
+                    end: PACK_HEADER_LEN,
+                    error: Some(PackError::general("internal error: a scan thread failed")),
+                })
+            })
             .collect();
-        (regions, sum.join().expect("checksum thread panicked"))
+        let sum = sum.join().unwrap_or_else(|_| {
+            Err(PackError::general(
+                "internal error: the checksum thread failed",
+            ))
+        });
+        (regions, sum)
     });
     progress.check_cancelled()?;
 
