@@ -80,8 +80,9 @@ def test_a_repository_holding_it_repacks(deep: tuple[Path, bytes], tmp_path: Pat
 
 
 def test_a_loose_object_declaring_2_gib_is_one_error_not_an_allocation(tmp_path: Path) -> None:
-    """A loose object's header says 2 GiB (within the memory of any machine); its file holds a few bytes. The repack reading it
-    fails with one line naming the file; nothing is allocated for it, nothing changed."""
+    """A loose object's header says 2 GiB (within the memory of any machine); its file holds
+    a few bytes. The repack reading it fails with one line naming the file; nothing is
+    allocated for it, nothing changed."""
     import zlib
 
     repo = tmp_path / "repo.git"
