@@ -13,14 +13,17 @@ import click
 from packorder import progress as progress_mod
 from packorder.cli_base import (
     INTERRUPTED,
+    SIGNALLED,
     command_usage,
     fail,
     guarded,
     print_json,
     size_argument,
+    stop_on_termination,
     usage_error,
     warn,
 )
+from packorder.errors import interruption
 from packorder.order_catalog import CATALOG
 from packorder.seek.command import seekstats_cmd
 from packorder.settings import VERIFY_MODES
@@ -45,6 +48,7 @@ class _Commands(click.Group):
     130 (click's is "Aborted!" and 1), while arguments are parsed or while a command runs."""
 
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
+        stop_on_termination()
         try:
             status = super().main(args=args, prog_name=prog_name, standalone_mode=False, **extra)
         except click.UsageError as e:
@@ -58,14 +62,16 @@ class _Commands(click.Group):
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:
             return super().make_context(*args, **kwargs)
-        except KeyboardInterrupt:
-            fail("interrupted", INTERRUPTED)
+        except KeyboardInterrupt as e:
+            stopped = interruption(e)
+            fail(str(stopped), SIGNALLED + stopped.signum)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            fail("interrupted", INTERRUPTED)
+        except KeyboardInterrupt as e:
+            stopped = interruption(e)
+            fail(str(stopped), SIGNALLED + stopped.signum)
 
 
 @click.group(cls=_Commands, context_settings=CONTEXT)

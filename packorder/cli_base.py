@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from packorder.errors import Interrupted, PackError, UsageError
+from packorder.errors import Interrupted, PackError, Terminated, UsageError, interruption
 from packorder.jsonable import to_jsonable
 
 # numpy's OpenBLAS starts a thread per core that spins after loading, though packorder does no
@@ -36,8 +37,24 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-# Git's exit statuses: die() exits 128, a usage error 129; an interrupt is 128 + SIGINT.
-FATAL, USAGE, INTERRUPTED = 128, 129, 130
+# Git's exit statuses: die() exits 128, a usage error 129; a process stopped by a signal
+# ends as 128 + its number (130 for SIGINT, 143 for SIGTERM).
+FATAL, USAGE, SIGNALLED = 128, 129, 128
+INTERRUPTED = SIGNALLED + signal.SIGINT
+
+
+def stop_on_termination() -> None:
+    """SIGTERM (`timeout`, `systemctl stop`) and SIGHUP (a closed terminal) stop a command as
+    Ctrl-C does: the main thread gets Terminated, a KeyboardInterrupt, so the same cleanup
+    runs (native work cancelled, temporaries removed, the lock released) and the command ends
+    with `fatal: terminated` and 128 + the signal. Only the front ends call this: a library's
+    process keeps its own handlers."""
+
+    def handler(signum: int, _frame: object) -> None:
+        raise Terminated(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
 
 
 def warn(message: str) -> None:
@@ -88,12 +105,13 @@ def guarded(fn: Callable[..., None], usage: Callable[[], str | None] = click_usa
             fn(*args, **kwargs)
         except UsageError as e:
             usage_error(str(e), usage())
-        except Interrupted:
-            fail("interrupted", INTERRUPTED)
+        except Interrupted as e:
+            fail(str(e), SIGNALLED + e.signum)
         except PackError as e:
             fail(str(e))
-        except KeyboardInterrupt:
-            fail("interrupted", INTERRUPTED)
+        except KeyboardInterrupt as e:
+            stopped = interruption(e)
+            fail(str(stopped), SIGNALLED + stopped.signum)
         except MemoryError:
             fail("out of memory")
         except BrokenPipeError:

@@ -27,6 +27,11 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], object], mode: int 
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        # Name the file being written (a full disk says only "No space left on device").
+        raise OSError(e.errno, f"cannot write it: {e.strerror}", str(path)) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

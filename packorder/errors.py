@@ -35,4 +35,26 @@ class UsageError(PackError):
 
 
 class Interrupted(PackError):
-    """The user interrupted a long operation; nothing was left behind."""
+    """The user interrupted a long operation (or a signal stopped it); nothing was left
+    behind. `signum`: the signal (SIGINT for Ctrl-C)."""
+
+    def __init__(self, message: str = "interrupted", signum: int = 2) -> None:
+        self.signum = signum
+        super().__init__(message)
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread when the command line receives SIGTERM or SIGHUP: a
+    KeyboardInterrupt, so that everything that cleans up after Ctrl-C (native work
+    cancelled, temporary files removed, the lock released) does so for these too."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signum)
+
+
+def interruption(e: KeyboardInterrupt) -> Interrupted:
+    """The Interrupted error for a KeyboardInterrupt (Ctrl-C) or a Terminated."""
+    if isinstance(e, Terminated):
+        return Interrupted("terminated", e.signum)
+    return Interrupted()

@@ -4,7 +4,8 @@
 - PACKORDER_CRASH_AT=NAME ends it at the first point so named;
 - PACKORDER_CRASH_AT=#N at the N-th point reached, whatever its name, so that a test can
   kill a run at every step it takes;
-- PACKORDER_CRASH_LOG=FILE appends the name of every point reached to FILE (to count them).
+- PACKORDER_CRASH_LOG=FILE appends the name of every point reached to FILE (to count them);
+- PACKORDER_PAUSE_AT=NAME sleeps there for a minute, for a test to send a signal then.
 """
 
 from __future__ import annotations
@@ -24,3 +25,7 @@ def crash_point(name: str) -> None:
     at = os.environ.get("PACKORDER_CRASH_AT")
     if at is not None and (at == name or at == f"#{_reached}"):
         os._exit(137)
+    if os.environ.get("PACKORDER_PAUSE_AT") == name:
+        import time
+
+        time.sleep(60)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from packorder import progress as progress_mod
-from packorder.cli_base import guarded, print_json, size_argument, usage_error
+from packorder.cli_base import guarded, print_json, size_argument, stop_on_termination, usage_error
 from packorder.errors import UsageError
 
 DESCRIPTION = "Build the .idx and .rev of PACK, byte-identical to `git index-pack`."
@@ -98,6 +98,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
 def main(argv: list[str], prog: str = "packorder index-pack") -> None:
     # Git's spelling: a bare --keep takes no message (`--keep PACK` must not eat the pack).
     argv = ["--keep=" if a == "--keep" else a for a in argv]
+    stop_on_termination()
     parse = parser(prog)
     args = parse.parse_args(argv)
     guarded(_run, usage=parse.format_help)(args)

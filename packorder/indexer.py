@@ -20,7 +20,7 @@ from typing import BinaryIO, NamedTuple
 
 from packorder import _native, gitcmd
 from packorder.durable import fsync_dir, write_atomically
-from packorder.errors import CorruptPackError, Interrupted, PackError, RepositoryError, UsageError
+from packorder.errors import CorruptPackError, Interrupted, PackError, RepositoryError, UsageError, interruption
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import RAWSZ, TYPE_CODES
@@ -137,8 +137,8 @@ class _Run:
             if message == "interrupted":
                 raise Interrupted("interrupted") from None
             raise CorruptPackError(message, offset, str(self.path)) from None
-        except KeyboardInterrupt:
-            raise Interrupted("interrupted") from None
+        except KeyboardInterrupt as e:
+            raise interruption(e) from None
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
         if self.progress is not None:
             phase, _, total = self.native.progress()

@@ -21,45 +21,66 @@ from packorder.writer import IndexFiles
 def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, promisor: bool) -> Path:
     """Put a verified pack in place: .rev, the pack, .promisor, .mtimes, .bitmap, and the .idx
     last (Git only sees a pack through its .idx, so until then the pack is invisible and
-    harmless, and once it sees it, the pack is complete: a cruft pack already has its ages)."""
+    harmless, and once it sees it, the pack is complete: a cruft pack already has its ages).
+    If a step fails (a full disk, a signal), what was put in place is taken away again, and
+    the error names the file."""
     final = out_dir / f"pack-{checksum.hex()}.pack"
     stem = final.with_suffix("")
     if final.exists() and (out_dir / f"{stem.name}.idx").exists():
-        # The very same pack is installed already: its companions become this run's, and one
-        # this run does not write goes, as `git repack` unlinks it.
+        _refresh_companions(stem, files, promisor)
         tmp_pack.unlink()
-        companions = {
-            ".rev": files.rev,
-            ".mtimes": files.mtimes,
-            ".bitmap": files.bitmap,
-            ".promisor": b"" if promisor else None,
-        }
-        for ext, data in companions.items():
-            if data is not None:
-                mode = 0o644 if ext == ".promisor" else 0o444
-                write_atomically(stem.with_suffix(ext), lambda f, data=data: f.write(data), mode)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    stem.with_suffix(ext).unlink()
         return final
-    if files.rev is not None:
-        write_atomically(stem.with_suffix(".rev"), lambda f: f.write(files.rev))
-    crash_point("rev-installed")
-    os.chmod(tmp_pack, 0o444)
-    os.replace(tmp_pack, final)
-    crash_point("pack-renamed")
-    if promisor:
-        write_atomically(stem.with_suffix(".promisor"), lambda f: f.write(b""), 0o644)
-    if files.mtimes is not None:
-        write_atomically(stem.with_suffix(".mtimes"), lambda f: f.write(files.mtimes))
-        crash_point("mtimes-installed")
-    if files.bitmap is not None:
-        write_atomically(stem.with_suffix(".bitmap"), lambda f: f.write(files.bitmap))
-        crash_point("bitmap-installed")
-    write_atomically(stem.with_suffix(".idx"), lambda f: f.write(files.idx))
-    fsync_dir(out_dir)
-    crash_point("idx-installed")
+    placed: list[Path] = []
+
+    def place(ext: str, data: bytes, mode: int = 0o444) -> None:
+        target = stem.with_suffix(ext)
+        write_atomically(target, lambda f: f.write(data), mode)
+        placed.append(target)
+
+    try:
+        if files.rev is not None:
+            place(".rev", files.rev)
+        crash_point("rev-installed")
+        os.chmod(tmp_pack, 0o444)
+        os.replace(tmp_pack, final)
+        placed.append(final)
+        crash_point("pack-renamed")
+        if promisor:
+            place(".promisor", b"", 0o644)
+        if files.mtimes is not None:
+            place(".mtimes", files.mtimes)
+            crash_point("mtimes-installed")
+        if files.bitmap is not None:
+            place(".bitmap", files.bitmap)
+            crash_point("bitmap-installed")
+        place(".idx", files.idx)
+        fsync_dir(out_dir)
+        crash_point("idx-installed")
+    except BaseException:
+        # The .idx goes first (it is the last placed), so Git never sees a pack half taken away.
+        for path in reversed(placed):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise
     return final
+
+
+def _refresh_companions(stem: Path, files: IndexFiles, promisor: bool) -> None:
+    """The very same pack is installed already: its companions become this run's, and one
+    this run does not write goes, as `git repack` unlinks it."""
+    companions = {
+        ".rev": files.rev,
+        ".mtimes": files.mtimes,
+        ".bitmap": files.bitmap,
+        ".promisor": b"" if promisor else None,
+    }
+    for ext, data in companions.items():
+        if data is not None:
+            mode = 0o644 if ext == ".promisor" else 0o444
+            write_atomically(stem.with_suffix(ext), lambda f, data=data: f.write(data), mode)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                stem.with_suffix(ext).unlink()
 
 
 PACK_EXTS = (".idx", ".pack", ".rev", ".bitmap", ".promisor", ".mtimes")

@@ -9,6 +9,9 @@ import sys
 
 
 def main() -> None:
+    from packorder.cli_base import stop_on_termination
+
+    stop_on_termination()  # before the early walk takes the lock
     try:
         # `git packorder ...` runs the git-packorder script: its messages name the command so.
         prog = "git packorder" if os.path.basename(sys.argv[0]).startswith("git-") else "packorder"
@@ -28,7 +31,10 @@ def main() -> None:
         finally:
             if "packorder.early_walk" in sys.modules:
                 sys.modules["packorder.early_walk"].discard()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         # Interrupted while the commands load, before their own handling is in place.
-        sys.stderr.write("fatal: interrupted\n")
-        sys.exit(130)
+        from packorder.cli_base import SIGNALLED, fail
+        from packorder.errors import interruption
+
+        stopped = interruption(e)
+        fail(str(stopped), SIGNALLED + stopped.signum)

@@ -432,41 +432,52 @@ def repack(
             seconds["order"] += time.perf_counter() - t
         else:
             installed = []
+            fresh: list[Path] = []  # installed by this run (not there before it)
             queue = list(groups)
-            while queue:
-                group = queue.pop(0)
-                assert group.choice is not None
-                tmp_pack, files, written, bitmap = _write_group(
-                    repo,
-                    table.subset(group.rows),
-                    group.choice,
-                    opts,
-                    group.order(opts.order),
-                    out_dir,
-                    seconds,
-                    progress,
-                    group.deltas,
-                    history.subset(group.rows) if history is not None and group.kind != CRUFT else None,
-                    bitmap_heads if group.kind != CRUFT else None,
-                    ages[group.rows] if group.kind == CRUFT else None,
-                )
-                if _over_cruft_size(group, written, split_at):
-                    # Deltas made whole where their base fell in another part: halve and redo.
-                    tmp_pack.unlink()
-                    halves = [PackGroup(CRUFT, half) for half in np.array_split(group.rows, 2)]
-                    _choose_deltas(repo, table, halves, opts)
-                    queue[:0] = halves
-                    continue
-                if bitmap is not None:
-                    result.bitmap = bitmap.data is not None
-                    result.bitmap_kind = "pack" if result.bitmap else ""
-                    result.bitmaps = bitmap.bitmaps
-                    result.bitmap_note = bitmap.why
-                final = install_mod.install(tmp_pack, files, written.checksum, out_dir, group.kind == PROMISOR)
-                installed.append(final)
-                if group.kind == CRUFT:
-                    result.cruft_packs.append(final)
-                result.pack_bytes += written.size
+            try:
+                while queue:
+                    group = queue.pop(0)
+                    assert group.choice is not None
+                    tmp_pack, files, written, bitmap = _write_group(
+                        repo,
+                        table.subset(group.rows),
+                        group.choice,
+                        opts,
+                        group.order(opts.order),
+                        out_dir,
+                        seconds,
+                        progress,
+                        group.deltas,
+                        history.subset(group.rows) if history is not None and group.kind != CRUFT else None,
+                        bitmap_heads if group.kind != CRUFT else None,
+                        ages[group.rows] if group.kind == CRUFT else None,
+                    )
+                    if _over_cruft_size(group, written, split_at):
+                        # Deltas made whole where their base fell in another part: halve and redo.
+                        tmp_pack.unlink()
+                        halves = [PackGroup(CRUFT, half) for half in np.array_split(group.rows, 2)]
+                        _choose_deltas(repo, table, halves, opts)
+                        queue[:0] = halves
+                        continue
+                    if bitmap is not None:
+                        result.bitmap = bitmap.data is not None
+                        result.bitmap_kind = "pack" if result.bitmap else ""
+                        result.bitmaps = bitmap.bitmaps
+                        result.bitmap_note = bitmap.why
+                    existed = (out_dir / f"pack-{written.checksum.hex()}.idx").exists()
+                    final = install_mod.install(tmp_pack, files, written.checksum, out_dir, group.kind == PROMISOR)
+                    if not existed:
+                        fresh.append(final)
+                    installed.append(final)
+                    if group.kind == CRUFT:
+                        result.cruft_packs.append(final)
+                    result.pack_bytes += written.size
+            except BaseException:
+                # Nothing was removed yet: this run's packs are taken away too, so that a
+                # failed repack (a full disk, a signal) leaves the repository as it was.
+                for pack in fresh:
+                    install_mod.remove_pack(pack)
+                raise
             result.packs = installed
             if in_place:
                 t = time.perf_counter()
