@@ -12,12 +12,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from packorder.faults import crash_point
+
+# Every temporary file packorder makes is named `.tmp-packorder-PID-...`: the next run knows
+# it for a leftover once PID is dead (recovery.py). Not Git's `tmp_` on purpose: `git prune
+# --expire=now`, run while a repack writes, would delete the pack being written.
+TEMP_PREFIX = ".tmp-packorder-"
+
+
+def temp_prefix() -> str:
+    return f"{TEMP_PREFIX}{os.getpid()}-"
+
 
 def write_atomically(path: Path, write: Callable[[BinaryIO], object], mode: int = 0o444) -> None:
     """Write through `write` to a temporary file beside `path`, fsync it, then rename it into
     place; on any error the temporary file is removed and `path` is untouched."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-" + path.name + "-", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix() + path.name + "-", dir=path.parent)
     except OSError as e:
         raise OSError(e.errno, f"cannot create a file there: {e.strerror}", str(path)) from None
     try:
@@ -25,8 +36,10 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], object], mode: int 
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        crash_point("temporary-written")
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+        crash_point("temporary-renamed")
     except OSError as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

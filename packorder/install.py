@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import PackError, RepositoryError
 from packorder.faults import crash_point
+from packorder.recovery import Journal
 from packorder.repo import ObjectTable, PackSource, Repository, keys, lookup, sort_keys
 from packorder.writer import IndexFiles
 
@@ -86,33 +86,13 @@ def _refresh_companions(stem: Path, files: IndexFiles, promisor: bool) -> None:
 PACK_EXTS = (".idx", ".pack", ".rev", ".bitmap", ".promisor", ".mtimes")
 
 
-# The repack writes its pack under this prefix. Not Git's `tmp_`: `git prune --expire=now`,
-# run by maintenance scripts while a repack writes, would delete the pack being written.
-TMP_PACK_PREFIX = ".tmp-packorder-"
-STALE_AFTER = 3600  # seconds: a temporary this old belongs to no repack still running
-
-
-def remove_stale_temporaries(pack_dir: Path) -> int:
-    """Remove the partial packs that killed repacks left in `pack_dir` (80 MB each on
-    libgit2). Only a repack writes them, and only one repack runs at a time under the lock;
-    one hour of age is kept anyway, for a `-o DIR` run aimed at this directory. Git's prune
-    does not know them."""
-    removed = 0
-    now = time.time()
-    for path in pack_dir.glob(TMP_PACK_PREFIX + "*.pack"):
-        with contextlib.suppress(FileNotFoundError):
-            if now - path.stat().st_mtime > STALE_AFTER:
-                path.unlink()
-                removed += 1
-    return removed
-
-
 def remove_pack(path: Path) -> None:
     """Remove an old pack, its .idx first so that no reader finds an index without a pack."""
     stem = path.name[: -len(".pack")]
     for ext in PACK_EXTS:
         with contextlib.suppress(FileNotFoundError):
             (path.parent / f"{stem}{ext}").unlink()
+            crash_point("pack-file-removed")
 
 
 def check_complete(new: list[Path], table: ObjectTable) -> None:
@@ -136,6 +116,7 @@ def remove_replaced(
     installed: list[Path],
     expiration: int | None = None,
     warn: Callable[[str], None] | None = None,
+    journal: Journal | None = None,
 ) -> tuple[list[Path], int]:
     """Remove the packs and loose objects of the snapshot that the new packs replace, and the
     loose copies of expired objects (`pruned_oids`, older than `expiration`).
@@ -153,7 +134,7 @@ def remove_replaced(
         for extra in repo.pack_dir.glob("multi-pack-index-*"):
             extra.unlink()
         crash_point("midx-removed")
-    removed = []
+    going = []
     for pack in repo.packs:
         if pack.foreign or pack.keep or pack.path.resolve() in keep:
             continue
@@ -161,8 +142,13 @@ def remove_replaced(
             if warn is not None:
                 warn(f"kept {pack.path.name}: it was used again during the repack, and holds expired objects")
             continue
-        remove_pack(pack.path)
-        removed.append(pack.path)
+        going.append(pack.path)
+    if journal is not None:
+        journal.removing(going)
+    removed = []
+    for path in going:
+        remove_pack(path)
+        removed.append(path)
         crash_point("pack-removed")
     # Loose objects the new packs hold (wherever the table took them from), and those expired.
     removed_loose = 0

@@ -69,7 +69,8 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this number runs on this host (one we may not signal runs)."""
     try:
         os.kill(pid, 0)
     except OSError as e:
@@ -100,7 +101,7 @@ def holds(holder: Holder, my_host: str) -> bool:
         return False
     if holder.host != my_host:
         return True  # a gc on another machine sharing the repository: Git trusts it for 12 hours
-    if not _alive(holder.pid):
+    if not process_alive(holder.pid):
         return False
     now = _start_time(holder.pid) if holder.started is not None else None
     return now is None or now == holder.started
@@ -194,7 +195,7 @@ def _remove_legacy_lock(git_dir: Path, warn: Warn | None) -> None:
         words = path.read_text(errors="replace").split()
     except OSError:
         return
-    if len(words) >= 4 and words[1].isdigit() and words[3] == socket.gethostname() and _alive(int(words[1])):
+    if len(words) >= 4 and words[1].isdigit() and words[3] == socket.gethostname() and process_alive(int(words[1])):
         raise RepositoryError(f"an older packorder repack holds {path} (pid {words[1]}); wait for it to finish")
     with contextlib.suppress(FileNotFoundError):
         path.unlink()

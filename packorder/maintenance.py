@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packorder import drift as drift_mod
-from packorder import expiry, gitcmd
+from packorder import expiry, gitcmd, recovery
 from packorder import lock as lock_mod
 from packorder.errors import RepositoryError
 from packorder.object_store import list_packs
@@ -189,13 +189,18 @@ def gc(
         if log is not None and not quiet:
             log("Auto packing the repository for optimum performance.")
             log('See "packorder gc --help" and docs/maintenance.md for manual housekeeping.')
+    notes: list[str] = []
     try:
-        held = lock_mod.acquire(git_dir, note, force=force)
+        held = lock_mod.acquire(git_dir, notes.append, force=force)
     except lock_mod.LockHeld:
         if auto:
             result.warnings = warnings
             return result  # quiet on --auto, as git gc is
         raise
+    # A killed run's lock taken over and its leftovers cleaned: one line for both.
+    recovery.recover(git_dir, notes.append)
+    if notes:
+        note("; ".join(notes))
     try:
         _run_steps(
             result,

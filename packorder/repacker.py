@@ -27,8 +27,10 @@ from packorder import bitmap as bitmap_mod
 from packorder import cruft as cruft_mod
 from packorder import deltas as deltas_mod
 from packorder import install as install_mod
+from packorder import recovery
 from packorder import snapshot as snapshot_mod
 from packorder import writer as writer_mod
+from packorder.durable import temp_prefix
 from packorder.errors import UsageError
 from packorder.faults import crash_point
 from packorder.format import mtimes as mtimes_format
@@ -201,7 +203,7 @@ def _write_group(
     order = write_order(repo, table, choice, order_name, opts.ref_delta, history)
     plan = writer_mod.make_plan(repo, table, choice, order, new_deltas)
     seconds["order"] = seconds.get("order", 0.0) + time.perf_counter() - t
-    fd, tmp = tempfile.mkstemp(prefix=install_mod.TMP_PACK_PREFIX, suffix=".pack", dir=out_dir)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(), suffix=".pack", dir=out_dir)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -344,8 +346,6 @@ def repack(
         out_dir = Path(output_dir) if output_dir is not None else repo.pack_dir
         if output_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
-        if in_place:
-            install_mod.remove_stale_temporaries(out_dir)
         t = time.perf_counter()
         if progress is not None:
             progress("Counting objects", 0, 0)
@@ -433,6 +433,7 @@ def repack(
         else:
             installed = []
             fresh: list[Path] = []  # installed by this run (not there before it)
+            journal = recovery.Journal(repo.git_dir) if in_place else None
             queue = list(groups)
             try:
                 while queue:
@@ -464,7 +465,10 @@ def repack(
                         result.bitmap_kind = "pack" if result.bitmap else ""
                         result.bitmaps = bitmap.bitmaps
                         result.bitmap_note = bitmap.why
-                    existed = (out_dir / f"pack-{written.checksum.hex()}.idx").exists()
+                    name = out_dir / f"pack-{written.checksum.hex()}.pack"
+                    existed = name.with_suffix(".idx").exists()
+                    if journal is not None:
+                        journal.installing(name)
                     final = install_mod.install(tmp_pack, files, written.checksum, out_dir, group.kind == PROMISOR)
                     if not existed:
                         fresh.append(final)
@@ -477,14 +481,24 @@ def repack(
                 # failed repack (a full disk, a signal) leaves the repository as it was.
                 for pack in fresh:
                     install_mod.remove_pack(pack)
+                if journal is not None:
+                    journal.finish()
                 raise
             result.packs = installed
             if in_place:
                 t = time.perf_counter()
                 install_mod.check_complete(installed + [p.path for p in retained], table)
+                assert journal is not None
                 result.removed_packs, result.removed_loose = install_mod.remove_replaced(
-                    repo, table, pruned_oids, installed + [p.path for p in retained], opts.cruft_expiration, warnings
+                    repo,
+                    table,
+                    pruned_oids,
+                    installed + [p.path for p in retained],
+                    opts.cruft_expiration,
+                    warnings,
+                    journal,
                 )
+                journal.finish()
                 if opts.write_bitmap and installed and not result.bitmap:
                     result.bitmap = install_mod.write_bitmap(repo)
                     result.bitmap_kind = "multi-pack-index"

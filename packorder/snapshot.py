@@ -16,7 +16,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from packorder import _native, gitcmd
+from packorder import _native, gitcmd, recovery
 from packorder import lock as lock_mod
 from packorder.errors import RepositoryError
 from packorder.object_store import alternates, list_loose, list_packs
@@ -241,8 +241,14 @@ def take(
         snap.config = gitcmd.read_config(snap.git_dir)
         snap.order = configured_order(snap.config, order)
         needs = CATALOG[snap.order]
-        if lock is True:
-            snap.lock = lock_mod.acquire(snap.git_dir, warn)
+        if lock:
+            # A killed run's lock taken over and its leftovers cleaned: one line for both.
+            notes: list[str] = []
+            if lock is True:
+                snap.lock = lock_mod.acquire(snap.git_dir, notes.append)
+            recovery.recover(snap.git_dir, notes.append)  # before the listing, which sees the result
+            if notes and warn is not None:
+                warn("; ".join(notes))
         _list(snap)
         promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)
         snap.walk = ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER if needs.needs_intro else ())

@@ -72,11 +72,11 @@ def test_killed_at_50_points_of_a_cruft_repack(source: tuple[Path, set[str]], tm
     shutil.copytree(src, probe, symlinks=True)
     points = points_of_a_run(probe, tmp_path)
     assert len(points) >= 50 and {"written", "mtimes-installed", "pack-removed", "loose-removed"} <= set(points)
-    # Every step but the many loose removals, and loose removals spread among them: 50 kills.
-    steps = [n for n, name in enumerate(points, 1) if name != "loose-removed"]
-    removals = [n for n, name in enumerate(points, 1) if name == "loose-removed"]
-    spread = 50 - len(steps)
-    chosen = sorted(steps + [removals[round(k * (len(removals) - 1) / max(spread - 1, 1))] for k in range(spread)])
+    # The first time each kind of step is reached, and points spread over the rest: 50 kills.
+    first = sorted({name: n for n, name in reversed(list(enumerate(points, 1)))}.values())
+    rest = [n for n in range(1, len(points) + 1) if n not in first]
+    spread = 50 - len(first)
+    chosen = sorted(first + [rest[round(k * (len(rest) - 1) / max(spread - 1, 1))] for k in range(spread)])
     assert len(set(chosen)) == 50
     for n in chosen:
         work = tmp_path / f"work{n}"
