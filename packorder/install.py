@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from packorder import midx as midx_mod
 from packorder.durable import fsync_dir, write_atomically
-from packorder.errors import PackError, RepositoryError
+from packorder.errors import PackError
 from packorder.faults import crash_point
 from packorder.recovery import Journal
 from packorder.repo import ObjectTable, PackSource, Repository, keys, lookup, sort_keys
@@ -117,7 +119,7 @@ def remove_replaced(
     expiration: int | None = None,
     warn: Callable[[str], None] | None = None,
     journal: Journal | None = None,
-) -> tuple[list[Path], int]:
+) -> Removal:
     """Remove the packs and loose objects of the snapshot that the new packs replace, and the
     loose copies of expired objects (`pruned_oids`, older than `expiration`).
 
@@ -127,13 +129,6 @@ def remove_replaced(
     kept, and so is a loose expired object whose file is no longer older than the expiration."""
     keep = {p.resolve() for p in installed}
     pruned = sort_keys(keys(pruned_oids))
-    midx = repo.pack_dir / "multi-pack-index"
-    if midx.exists():
-        # A multi-pack-index naming packs we remove would mislead readers: drop it first.
-        midx.unlink()
-        for extra in repo.pack_dir.glob("multi-pack-index-*"):
-            extra.unlink()
-        crash_point("midx-removed")
     going = []
     for pack in repo.packs:
         if pack.foreign or pack.keep or pack.path.resolve() in keep:
@@ -145,13 +140,18 @@ def remove_replaced(
         going.append(pack.path)
     if journal is not None:
         journal.removing(going)
-    removed = []
+    removal = Removal(midx=midx_mod.remove(repo.pack_dir) if going else midx_mod.find(repo.pack_dir))
     for path in going:
-        remove_pack(path)
-        removed.append(path)
+        try:
+            remove_pack(path)
+        except OSError as e:
+            # The new packs hold every object: a pack that stays is only a duplicate.
+            _could_not_remove(warn, e)
+            continue
+        removal.packs.append(path)
         crash_point("pack-removed")
     # Loose objects the new packs hold (wherever the table took them from), and those expired.
-    removed_loose = 0
+    failures: list[OSError] = []
     local = np.flatnonzero(~repo.loose.foreign)
     if len(local):
         written = sort_keys(keys(table.oids))
@@ -160,15 +160,39 @@ def remove_replaced(
         expired = (lookup(pruned, local_keys) >= 0) & ~in_pack if len(pruned) else np.zeros(len(local), dtype=bool)
         for k in np.flatnonzero(in_pack | expired):
             path = repo.loose.paths[int(local[k])]
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 if expired[k] and expiration is not None and int(path.stat().st_mtime) > expiration:
                     continue  # refreshed since the listing: wanted again
                 path.unlink()
-                removed_loose += 1
-                crash_point("loose-removed")
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                failures.append(e)
+                continue
+            removal.loose += 1
+            crash_point("loose-removed")
+    if failures:
+        more = f" (and {len(failures) - 1} more loose objects)" if len(failures) > 1 else ""
+        _could_not_remove(warn, failures[0], more)
     with contextlib.suppress(OSError):
         fsync_dir(repo.pack_dir)
-    return removed, removed_loose
+    return removal
+
+
+@dataclass
+class Removal:
+    """What remove_replaced removed, and the multi-pack-index it found (and removed)."""
+
+    midx: midx_mod.Midx
+    packs: list[Path] = field(default_factory=list)
+    loose: int = 0
+
+
+def _could_not_remove(warn: Callable[[str], None] | None, e: OSError, more: str = "") -> None:
+    """Once the new packs are in place a file that stays is a duplicate, not a failure:
+    the run goes on and succeeds, saying so."""
+    if warn is not None:
+        warn(f"could not remove {e.filename}: {e.strerror}{more}; the new packs hold its objects")
 
 
 def _freshened(pack: PackSource) -> bool:
@@ -182,15 +206,3 @@ def update_server_info(repo: Repository) -> None:
     """objects/info/packs and info/refs for dumb-HTTP clients, as `git repack` updates them
     (unless -n)."""
     repo.git("update-server-info")
-
-
-def write_bitmap(repo: Repository) -> bool:
-    """A reachability bitmap for the new pack, through a multi-pack-index (Git writes one per
-    pack itself; a MIDX bitmap serves the same readers)."""
-    proc = repo.git("multi-pack-index", "write", "--bitmap", check=False)
-    if proc.returncode != 0:
-        raise RepositoryError(
-            "the new pack is installed but its bitmap could not be written: "
-            + proc.stderr.decode(errors="replace").strip().splitlines()[-1]
-        )
-    return True

@@ -27,6 +27,7 @@ from packorder import bitmap as bitmap_mod
 from packorder import cruft as cruft_mod
 from packorder import deltas as deltas_mod
 from packorder import install as install_mod
+from packorder import midx as midx_mod
 from packorder import recovery
 from packorder import snapshot as snapshot_mod
 from packorder import writer as writer_mod
@@ -489,7 +490,7 @@ def repack(
                 t = time.perf_counter()
                 install_mod.check_complete(installed + [p.path for p in retained], table)
                 assert journal is not None
-                result.removed_packs, result.removed_loose = install_mod.remove_replaced(
+                removal = install_mod.remove_replaced(
                     repo,
                     table,
                     pruned_oids,
@@ -499,9 +500,15 @@ def repack(
                     journal,
                 )
                 journal.finish()
-                if opts.write_bitmap and installed and not result.bitmap:
-                    result.bitmap = install_mod.write_bitmap(repo)
-                    result.bitmap_kind = "multi-pack-index"
+                result.removed_packs, result.removed_loose = removal.packs, removal.loose
+                # Beside packs it does not replace the pack's bitmap would lack objects: a
+                # multi-pack-index one covers them all. A multi-pack-index the repository had
+                # is written again, in its form.
+                midx_bitmap = opts.write_bitmap and bool(installed) and not result.bitmap
+                if midx_bitmap or removal.midx.present:
+                    wrote = midx_mod.write(repo.git_dir, removal.midx, midx_bitmap or removal.midx.bitmap, warnings)
+                    if midx_bitmap and wrote:
+                        result.bitmap, result.bitmap_kind = True, "multi-pack-index"
                 if opts.update_server_info:
                     install_mod.update_server_info(repo)
                     result.server_info = True
