@@ -61,9 +61,8 @@ def find_git_dir(path: str | os.PathLike[str] | None = None) -> Path:
     where = Path(path) if path is not None else Path.cwd()
     if not where.exists():
         raise RepositoryError(f"{where}: no such file or directory")
-    # A bare snapshot without a config file is still a repository to us.
-    if (where / "objects").is_dir() and (where / "HEAD").is_file() and (where / "refs").is_dir():
-        return where.resolve()
+    # Git finds the repository, and refuses one another user owns unless safe.directory
+    # names it (a bare snapshot without a config file is a repository to it too).
     proc = subprocess.run(
         [GIT, "-C", str(where), "rev-parse", "--absolute-git-dir"],
         capture_output=True,
@@ -71,6 +70,9 @@ def find_git_dir(path: str | os.PathLike[str] | None = None) -> Path:
         env=git_env(),
     )
     if proc.returncode != 0:
+        if "detected dubious ownership" in proc.stderr:
+            # Git's own words, its hint on safe.directory included.
+            raise RepositoryError(proc.stderr.strip().removeprefix("fatal: "))
         raise RepositoryError(f"not a git repository: {where}")
     git_dir = Path(proc.stdout.strip())
     common = git_dir / "commondir"

@@ -5,6 +5,7 @@ conflicting options refused in one line, and the effective settings of a dry run
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -197,3 +198,23 @@ def test_a_command_line_refused_after_the_early_walk_leaves_no_lock(work: Path) 
     proc = run_cli("repack", "--order", "history", "--json", str(work))
     assert proc.returncode == 0 and json.loads(proc.stdout)["order"] == "history"
     assert not (work / ".git" / "gc.pid").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a repository another user owns: needs root")
+def test_a_repository_of_another_user_is_refused_as_git_refuses_it(work: Path) -> None:
+    os.chown(work, 65534, 65534)
+    for path in (work / ".git").rglob("*"):
+        os.lchown(path, 65534, 65534)
+    os.chown(work / ".git", 65534, 65534)
+    theirs = subprocess.run(["git", "-C", str(work), "rev-parse", "--git-dir"], capture_output=True, text=True)
+    for args in (["repack", str(work)], ["gc", str(work)], ["seekstats", str(work)]):
+        proc = run_cli(*args)
+        assert proc.returncode == 128
+        assert proc.stderr.decode() == theirs.stderr and "safe.directory" in theirs.stderr
+    env = {**git_env(), "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
+    proc = subprocess.run(
+        [sys.executable, "-c", "from packorder.launch import main; main()", "repack", "-q", str(work)],
+        capture_output=True,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
