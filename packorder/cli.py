@@ -28,6 +28,7 @@ from packorder.order_catalog import CATALOG
 from packorder.seek.command import seekstats_cmd
 from packorder.settings import VERIFY_MODES
 from packorder.study_command import experiment_cmd
+from packorder.units import human_size
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -96,14 +97,6 @@ def index_pack_cmd(args: tuple[str, ...]) -> None:
 
 main.add_command(seekstats_cmd)
 main.add_command(experiment_cmd)
-
-
-def _human(n: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.2f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
 
 
 # One line an order, below the options (`\b`: click keeps these lines as they are).
@@ -276,7 +269,7 @@ def repack_summary(result: Any) -> list[str]:
     lines += [f"  {pack}" for pack in result.packs]
     if not result.dry_run:
         lines.append(
-            f"pack size {_human(result.pack_bytes)} (was {_human(result.old_pack_bytes)}), "
+            f"pack size {human_size(result.pack_bytes)} (was {human_size(result.old_pack_bytes)}), "
             f"{len(result.removed_packs)} old packs and {result.removed_loose} loose objects removed"
             + (_bitmap_summary(result) if result.bitmap else "")
         )

@@ -28,7 +28,7 @@ from packorder import cruft as cruft_mod
 from packorder import deltas as deltas_mod
 from packorder import install as install_mod
 from packorder import midx as midx_mod
-from packorder import recovery
+from packorder import recovery, space
 from packorder import snapshot as snapshot_mod
 from packorder import writer as writer_mod
 from packorder.durable import temp_prefix
@@ -374,6 +374,11 @@ def repack(
         _choose_deltas(repo, table, groups, opts, progress)
         seconds["deltas"] = time.perf_counter() - t
         crash_point("deltas-chosen")
+        if not dry_run:
+            space.check(
+                out_dir,
+                sum(space.needed(repo, table.subset(g.rows), g.choice, g.deltas) for g in groups if g.choice),
+            )
         if opts.write_bitmap and output_dir is not None:
             opts.write_bitmap = False  # a bitmap belongs beside the repository's packs only
         if opts.write_bitmap and table.in_alternates:

@@ -135,6 +135,7 @@ impl Out<'_> {
 
 /// The disk side of Out: hash and write each chunk, hand the buffer back for reuse.
 fn hash_and_write(
+    path: &Path,
     mut file: File,
     chunks: mpsc::Receiver<Vec<u8>>,
     spare: mpsc::Sender<Vec<u8>>,
@@ -142,8 +143,9 @@ fn hash_and_write(
     let mut sum = FileChecksum::default();
     for mut chunk in chunks {
         sum.update(&chunk);
-        file.write_all(&chunk)
-            .map_err(|e| PackError::io("cannot write the new pack", e))?;
+        file.write_all(&chunk).map_err(|e| {
+            PackError::io(&format!("cannot write the new pack {}", path.display()), e)
+        })?;
         chunk.clear();
         let _ = spare.send(chunk);
     }
@@ -406,7 +408,7 @@ pub fn write_pack(
     std::thread::scope(|scope| {
         let (to_disk, chunks) = mpsc::sync_channel(4);
         let (give_back, spare) = mpsc::channel();
-        let disk = scope.spawn(move || hash_and_write(file, chunks, give_back));
+        let disk = scope.spawn(move || hash_and_write(path, file, chunks, give_back));
         let mut ready = Vec::with_capacity(threads);
         for t in 0..threads {
             let (tx, rx) = mpsc::sync_channel(PRODUCE_AHEAD);
@@ -422,11 +424,12 @@ pub fn write_pack(
             disk: Some(disk),
         };
         // Dropping `ready` (when the writer returns, on success or error) stops the producers.
-        write_entries(out, &store.packs, plan, progress, count, ready)
+        write_entries(path, out, &store.packs, plan, progress, count, ready)
     })
 }
 
 fn write_entries(
+    path: &Path,
     mut out: Out<'_>,
     sources: &[Source],
     plan: &Plan,
@@ -525,9 +528,9 @@ fn write_entries(
     let (mut file, sum) = out.finish()?;
     let checksum = sum.finish();
     file.write_all(&checksum)
-        .map_err(|e| PackError::io("cannot write the new pack", e))?;
+        .map_err(|e| PackError::io(&format!("cannot write the new pack {}", path.display()), e))?;
     file.sync_all()
-        .map_err(|e| PackError::io("cannot sync the new pack", e))?;
+        .map_err(|e| PackError::io(&format!("cannot sync the new pack {}", path.display()), e))?;
     Ok(Written {
         offsets,
         crcs,
