@@ -75,7 +75,10 @@ impl<'a> Window<'a> {
         let have = offset >= self.start && offset <= end;
         let enough = have && (end - offset >= want as u64 || end == self.limit);
         if !enough {
-            let size = want.max(self.base_size);
+            // No more than the pack has left: a small pack (a push of a few objects) does
+            // not pay for a window of the full size.
+            let room = usize::try_from(self.limit.saturating_sub(offset)).unwrap_or(usize::MAX);
+            let size = want.max(self.base_size).min(room);
             if self.buf.len() < size {
                 self.buf.resize(size, 0);
             }

@@ -16,7 +16,9 @@ static RUN: AtomicU64 = AtomicU64::new(0);
 static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
 
 fuzz_target!(|data: &[u8]| {
-    let dir = std::env::temp_dir();
+    // A file in memory where there is /dev/shm: the target reads a path, as index-pack does.
+    let shm = std::path::Path::new("/dev/shm");
+    let dir = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
     let path = dir.join(format!("packorder-fuzz-{}-{}.pack", std::process::id(), RUN.fetch_add(1, Ordering::Relaxed)));
     {
         let mut f = std::fs::File::create(&path).unwrap();
