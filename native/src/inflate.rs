@@ -76,29 +76,8 @@ impl Inflater {
     /// Inflate the zlib stream at the start of `input` into exactly `out.len()` bytes.
     /// Returns how many input bytes the stream occupies.
     pub fn inflate_exact(&mut self, input: &[u8], out: &mut [u8]) -> Result<usize, InflateFailure> {
-        if self.whole.is_null() {
-            return Err(InflateFailure::NoMemory);
-        }
-        let mut consumed = 0usize;
-        // SAFETY: both buffers are valid for the lengths passed; libdeflate reads at most
-        // input.len() bytes and writes at most out.len() bytes.
-        let rc = unsafe {
-            libdeflate_zlib_decompress_ex(
-                self.whole,
-                input.as_ptr().cast(),
-                input.len(),
-                out.as_mut_ptr().cast(),
-                out.len(),
-                &mut consumed,
-                std::ptr::null_mut(),
-            )
-        };
-        match rc {
-            0 => Ok(consumed),
-            2 => Err(InflateFailure::Short),
-            3 => Err(InflateFailure::Long),
-            _ => Err(InflateFailure::Corrupt),
-        }
+        // SAFETY: `out` is valid for writes of out.len() bytes.
+        unsafe { self.decompress(input, out.as_mut_ptr(), out.len()) }
     }
 
     /// Inflate the zlib stream at the start of `input` into `out`, which becomes exactly
@@ -114,33 +93,45 @@ impl Inflater {
         if size as u64 > inflated_bound(input.len() as u64) {
             return Err(InflateFailure::Impossible);
         }
-        if self.whole.is_null() {
-            return Err(InflateFailure::NoMemory);
-        }
         out.clear();
         out.try_reserve_exact(size)
             .map_err(|_| InflateFailure::NoMemory)?;
+        // SAFETY: `out` has room for `size` bytes.
+        let consumed = unsafe { self.decompress(input, out.as_mut_ptr(), size)? };
+        // SAFETY: decompress succeeded, so it wrote all `size` bytes.
+        unsafe { out.set_len(size) };
+        Ok(consumed)
+    }
+
+    /// libdeflate's whole-buffer inflate of `input` into `len` bytes at `out`. Without
+    /// actual_out_nbytes_ret it succeeds only when it wrote exactly `len` bytes.
+    ///
+    /// # Safety
+    /// `out` must be valid for writes of `len` bytes.
+    unsafe fn decompress(
+        &mut self,
+        input: &[u8],
+        out: *mut u8,
+        len: usize,
+    ) -> Result<usize, InflateFailure> {
+        if self.whole.is_null() {
+            return Err(InflateFailure::NoMemory);
+        }
         let mut consumed = 0usize;
-        // SAFETY: `out` has room for `size` bytes; libdeflate reads at most input.len() bytes
-        // and writes at most `size`. Without actual_out_nbytes_ret it succeeds (0) only
-        // when it wrote exactly `size` bytes, so all of them are initialized then.
+        // SAFETY: libdeflate reads at most input.len() bytes and writes at most `len`.
         let rc = unsafe {
             libdeflate_zlib_decompress_ex(
                 self.whole,
                 input.as_ptr().cast(),
                 input.len(),
-                out.as_mut_ptr().cast(),
-                size,
+                out.cast(),
+                len,
                 &mut consumed,
                 std::ptr::null_mut(),
             )
         };
         match rc {
-            0 => {
-                // SAFETY: see above: `size` bytes were written.
-                unsafe { out.set_len(size) };
-                Ok(consumed)
-            }
+            0 => Ok(consumed),
             2 => Err(InflateFailure::Short),
             3 => Err(InflateFailure::Long),
             _ => Err(InflateFailure::Corrupt),
