@@ -103,6 +103,19 @@ main.add_command(experiment_cmd)
 ORDERS_EPILOG = "\b\nOrders:\n" + "\n".join(f"  {name:<20} {info.summary}" for name, info in CATALOG.items())
 
 
+quiet_option = click.option("-q", "--quiet", "quiet", is_flag=True, help="Print nothing but warnings and errors.")
+verbose_option = click.option(
+    "-v", "--verbose", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal."
+)
+
+
+def _progress(ctx: click.Context, quiet: bool, verbose: bool) -> progress_mod.ProgressCallback | None:
+    """The progress line -q and -v ask for (refused together)."""
+    if quiet and verbose:
+        raise click.UsageError("-q and -v cannot be used together", ctx)
+    return progress_mod.auto(quiet=quiet, force=verbose)
+
+
 def _removed_option(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
         raise click.UsageError(
@@ -171,8 +184,8 @@ def _removed_option(ctx: click.Context, param: click.Parameter, value: bool) -> 
     + "; ".join(f"{k}: {v}" for k, v in VERIFY_MODES.items())
     + ".",
 )
-@click.option("-q", "--quiet", "quiet", is_flag=True, help="Print nothing but warnings and errors.")
-@click.option("-v", "--verbose", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
+@quiet_option
+@verbose_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 @guarded
@@ -205,8 +218,7 @@ def repack_cmd(
 
     if output_dir is not None and write_bitmap:
         raise click.UsageError("-o DIR writes no bitmap (a bitmap belongs beside the repository's packs): drop -b", ctx)
-    if quiet and verbose:
-        raise click.UsageError("-q and -v cannot be used together", ctx)
+    show = _progress(ctx, quiet, verbose)
     cruft_size = parse_size(max_cruft_size)
     # Git starts walking the history before the repack's heavy imports (snapshot.py says why),
     # or before this command line loaded (early_walk.py).
@@ -222,7 +234,6 @@ def repack_cmd(
             start.close()
         raise
 
-    show = progress_mod.auto(quiet=quiet, force=verbose)
     with progress_mod.closing_line(show):
         result = repack(
             repo,
@@ -304,8 +315,8 @@ CONFIGURED = "\0configured"  # --prune without a date: gc.pruneExpire decides, a
 @click.option("--force", is_flag=True, help="Run even if gc.pid names another gc that may be running.")
 @click.option("--order", type=click.Choice(tuple(CATALOG)), metavar="ORDER", help="As repack --order.")
 @click.option("--verify", type=click.Choice(tuple(VERIFY_MODES)), help="As repack --verify.")
-@click.option("-q", "--quiet", "quiet", is_flag=True, help="Print nothing but warnings and errors.")
-@click.option("-v", "--verbose", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal.")
+@quiet_option
+@verbose_option
 @click.option("--json", "as_json", is_flag=True, help="Print what ran (and, with --auto, why) as JSON.")
 @click.pass_context
 @guarded
@@ -330,9 +341,7 @@ def gc_cmd(
 
     if no_prune and prune != CONFIGURED:
         raise click.UsageError("--prune and --no-prune cannot be used together", ctx)
-    if quiet and verbose:
-        raise click.UsageError("-q and -v cannot be used together", ctx)
-    show = progress_mod.auto(quiet=quiet, force=verbose)
+    show = _progress(ctx, quiet, verbose)
     with progress_mod.closing_line(show):
         result = gc(
             repo,

@@ -47,6 +47,12 @@ def git(
     return proc.stdout
 
 
+def all_ids(git_dir: Path) -> set[str]:
+    """Every object id the repository has (packed, loose, in alternates), as Git lists them."""
+    out = git(None, "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+    return set(out.decode().split())
+
+
 def git_version() -> tuple[int, ...]:
     """The version of the git the tests run, as numbers: (2, 47, 3)."""
     out = git(None, "--version").decode().split()[2]

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from gitrepo import build_history, git
+from gitrepo import all_ids, build_history, git
 
 import packorder
 from packorder.format import idx as idx_format
@@ -20,11 +20,6 @@ def pack_ids(git_dir: Path) -> set[str]:
         index = idx_format.read(str(idx))
         out |= {index.names[i].tobytes().hex() for i in range(index.count)}
     return out
-
-
-def all_ids(git_dir: Path) -> set[str]:
-    out = git(None, "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-    return set(out.decode().split())
 
 
 @pytest.fixture(scope="module")

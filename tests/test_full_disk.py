@@ -10,12 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import build_history, git, git_env
-
-
-def all_ids(git_dir: Path) -> set[str]:
-    out = git(None, "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-    return set(out.decode().split())
+from gitrepo import all_ids, build_history, git, git_env
 
 
 def used_bytes(root: Path) -> int:

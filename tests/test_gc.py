@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gitrepo import Repo, build_history, git, git_env
+from gitrepo import Repo, all_ids, build_history, git, git_env
 
 import packorder
 from packorder import drift
@@ -23,11 +23,6 @@ from packorder.maintenance import gc
 
 DAY = 86400
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "maintenance.md"
-
-
-def all_ids(git_dir: Path) -> set[str]:
-    out = git(None, "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-    return set(out.decode().split())
 
 
 def aged_loose(repo: Repo, text: str, days: float) -> str:

@@ -13,17 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-from gitrepo import Repo, build_history, git, git_env
+from gitrepo import Repo, all_ids, build_history, git, git_env
 
 import packorder
 
 DAY = 86400
 EXPIRY = "2.weeks.ago"
-
-
-def all_ids(git_dir: Path) -> set[str]:
-    out = git(None, "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-    return set(out.decode().split())
 
 
 def loose(repo: Repo, text: str, days: float) -> str:

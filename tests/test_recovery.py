@@ -13,15 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from gitrepo import build_history, git, git_env
+from gitrepo import all_ids, build_history, git, git_env
 
 import packorder
 from packorder.format import idx as idx_format
-
-
-def all_ids(git_dir: Path) -> set[str]:
-    out = git(None, "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-    return set(out.decode().split())
 
 
 def garbage(git_dir: Path) -> list[str]:

@@ -9,14 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from gitrepo import Repo, build_history, git
+from gitrepo import Repo, all_ids, build_history, git
 
 import packorder
-
-
-def all_objects(git_dir: Path) -> set[str]:
-    out = git(None, "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-    return set(out.decode().split())
 
 
 def kept_by_git(repo: Path, tmp_path: Path) -> set[str]:
@@ -25,13 +20,13 @@ def kept_by_git(repo: Path, tmp_path: Path) -> set[str]:
     theirs = tmp_path / "theirs"
     shutil.copytree(repo, theirs, symlinks=True)
     git(theirs, "-c", "gc.reflogExpire=never", "-c", "gc.reflogExpireUnreachable=never", "gc", "-q", "--prune=now")
-    return all_objects(theirs / ".git")
+    return all_ids(theirs / ".git")
 
 
 def assert_kept_as_git_keeps(repo: Path, tmp_path: Path) -> None:
     want = kept_by_git(repo, tmp_path)
     result = packorder.repack(repo, cruft_expiration="now")
-    assert all_objects(repo / ".git") == want
+    assert all_ids(repo / ".git") == want
     assert result.unreachable_pruned > 0  # something was expired: the comparison means something
     git(repo, "fsck", "--full", env_extra={"GIT_NO_REPLACE_OBJECTS": "1"})
 
