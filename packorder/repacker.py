@@ -437,93 +437,135 @@ def repack(
                 )
             seconds["order"] += time.perf_counter() - t
         else:
-            installed = []
-            fresh: list[Path] = []  # installed by this run (not there before it)
             journal = recovery.Journal(repo.git_dir) if in_place else None
-            queue = list(groups)
-            try:
-                while queue:
-                    group = queue.pop(0)
-                    assert group.choice is not None
-                    tmp_pack, files, written, bitmap = _write_group(
-                        repo,
-                        table.subset(group.rows),
-                        group.choice,
-                        opts,
-                        group.order(opts.order),
-                        out_dir,
-                        seconds,
-                        progress,
-                        group.deltas,
-                        history.subset(group.rows) if history is not None and group.kind != CRUFT else None,
-                        bitmap_heads if group.kind != CRUFT else None,
-                        ages[group.rows] if group.kind == CRUFT else None,
-                    )
-                    if _over_cruft_size(group, written, split_at):
-                        # Deltas made whole where their base fell in another part: halve and redo.
-                        tmp_pack.unlink()
-                        halves = [PackGroup(CRUFT, half) for half in np.array_split(group.rows, 2)]
-                        _choose_deltas(repo, table, halves, opts)
-                        queue[:0] = halves
-                        continue
-                    if bitmap is not None:
-                        result.bitmap = bitmap.data is not None
-                        result.bitmap_kind = "pack" if result.bitmap else ""
-                        result.bitmaps = bitmap.bitmaps
-                        result.bitmap_note = bitmap.why
-                    name = out_dir / f"pack-{written.checksum.hex()}.pack"
-                    existed = name.with_suffix(".idx").exists()
-                    if journal is not None:
-                        journal.installing(name)
-                    final = install_mod.install(tmp_pack, files, written.checksum, out_dir, group.kind == PROMISOR)
-                    if not existed:
-                        fresh.append(final)
-                    installed.append(final)
-                    if group.kind == CRUFT:
-                        result.cruft_packs.append(final)
-                    result.pack_bytes += written.size
-            except BaseException:
-                # Nothing was removed yet: this run's packs are taken away too, so that a
-                # failed repack (a full disk, a signal) leaves the repository as it was.
-                for pack in fresh:
-                    install_mod.remove_pack(pack)
-                if journal is not None:
-                    journal.finish()
-                raise
-            result.packs = installed
+            result.packs = _write_and_install(
+                repo,
+                table,
+                groups,
+                opts,
+                out_dir,
+                result,
+                journal,
+                history,
+                bitmap_heads,
+                ages,
+                split_at,
+                seconds,
+                progress,
+            )
             if in_place:
-                t = time.perf_counter()
-                install_mod.check_complete(installed + [p.path for p in retained], table)
                 assert journal is not None
-                removal = install_mod.remove_replaced(
-                    repo,
-                    table,
-                    pruned_oids,
-                    installed + [p.path for p in retained],
-                    opts.cruft_expiration,
-                    warnings,
-                    journal,
-                )
-                journal.finish()
-                result.removed_packs, result.removed_loose = removal.packs, removal.loose
-                # Beside packs it does not replace the pack's bitmap would lack objects: a
-                # multi-pack-index one covers them all. A multi-pack-index the repository had
-                # is written again, in its form.
-                midx_bitmap = opts.write_bitmap and bool(installed) and not result.bitmap
-                if midx_bitmap or removal.midx.present:
-                    wrote = midx_mod.write(repo.git_dir, removal.midx, midx_bitmap or removal.midx.bitmap, warnings)
-                    if midx_bitmap and wrote:
-                        result.bitmap, result.bitmap_kind = True, "multi-pack-index"
-                if opts.update_server_info:
-                    install_mod.update_server_info(repo)
-                    result.server_info = True
-                    crash_point("server-info-updated")
-                seconds["install"] = time.perf_counter() - t
+                _replace_old(repo, table, pruned_oids, retained, opts, result, journal, warnings, seconds)
     seconds["total"] = time.perf_counter() - started
     result.seconds = seconds
     result.peak_rss_bytes = peak_rss()
     result.warnings = warnings.seen
     return result
+
+
+def _write_and_install(
+    repo: Repository,
+    table: ObjectTable,
+    groups: list[PackGroup],
+    opts: RepackOptions,
+    out_dir: Path,
+    result: RepackResult,
+    journal: recovery.Journal | None,
+    history: ObjectHistory | None,
+    bitmap_heads: np.ndarray | None,
+    ages: np.ndarray,
+    split_at: int | None,
+    seconds: dict,
+    progress: ProgressCallback | None,
+) -> list[Path]:
+    """Write each group's pack and install it beside the old ones (nothing is removed here).
+    On any failure the packs this run installed are taken away again, so that a failed repack
+    (a full disk, a signal) leaves the repository as it was."""
+    installed: list[Path] = []
+    fresh: list[Path] = []  # installed by this run (not there before it)
+    queue = list(groups)
+    try:
+        while queue:
+            group = queue.pop(0)
+            assert group.choice is not None
+            tmp_pack, files, written, bitmap = _write_group(
+                repo,
+                table.subset(group.rows),
+                group.choice,
+                opts,
+                group.order(opts.order),
+                out_dir,
+                seconds,
+                progress,
+                group.deltas,
+                history.subset(group.rows) if history is not None and group.kind != CRUFT else None,
+                bitmap_heads if group.kind != CRUFT else None,
+                ages[group.rows] if group.kind == CRUFT else None,
+            )
+            if _over_cruft_size(group, written, split_at):
+                # Deltas made whole where their base fell in another part: halve and redo.
+                tmp_pack.unlink()
+                halves = [PackGroup(CRUFT, half) for half in np.array_split(group.rows, 2)]
+                _choose_deltas(repo, table, halves, opts)
+                queue[:0] = halves
+                continue
+            if bitmap is not None:
+                result.bitmap = bitmap.data is not None
+                result.bitmap_kind = "pack" if result.bitmap else ""
+                result.bitmaps = bitmap.bitmaps
+                result.bitmap_note = bitmap.why
+            name = out_dir / f"pack-{written.checksum.hex()}.pack"
+            existed = name.with_suffix(".idx").exists()
+            if journal is not None:
+                journal.installing(name)
+            final = install_mod.install(tmp_pack, files, written.checksum, out_dir, group.kind == PROMISOR)
+            if not existed:
+                fresh.append(final)
+            installed.append(final)
+            if group.kind == CRUFT:
+                result.cruft_packs.append(final)
+            result.pack_bytes += written.size
+    except BaseException:
+        for pack in fresh:
+            install_mod.remove_pack(pack)
+        if journal is not None:
+            journal.finish()
+        raise
+    return installed
+
+
+def _replace_old(
+    repo: Repository,
+    table: ObjectTable,
+    pruned_oids: np.ndarray,
+    retained: list[PackSource],
+    opts: RepackOptions,
+    result: RepackResult,
+    journal: recovery.Journal,
+    warnings: _Warnings,
+    seconds: dict,
+) -> None:
+    """Once the installed packs are proven to hold every object, remove what they replace,
+    then write the multi-pack-index and server info again."""
+    t = time.perf_counter()
+    kept = result.packs + [p.path for p in retained]
+    install_mod.check_complete(kept, table)
+    removal = install_mod.remove_replaced(repo, table, pruned_oids, kept, opts.cruft_expiration, warnings, journal)
+    journal.finish()
+    result.removed_packs, result.removed_loose = removal.packs, removal.loose
+    # Beside packs it does not replace the pack's bitmap would lack objects: a
+    # multi-pack-index one covers them all. A multi-pack-index the repository had
+    # is written again, in its form.
+    midx_bitmap = opts.write_bitmap and bool(result.packs) and not result.bitmap
+    if midx_bitmap or removal.midx.present:
+        wrote = midx_mod.write(repo.git_dir, removal.midx, midx_bitmap or removal.midx.bitmap, warnings)
+        if midx_bitmap and wrote:
+            result.bitmap, result.bitmap_kind = True, "multi-pack-index"
+    if opts.update_server_info:
+        install_mod.update_server_info(repo)
+        result.server_info = True
+        crash_point("server-info-updated")
+    seconds["install"] = time.perf_counter() - t
 
 
 def _retained_cruft_packs(repo: Repository, opts: RepackOptions) -> list[PackSource]:
