@@ -19,6 +19,7 @@ __all__ = [
     "PackError",
     "RepositoryError",
     "UsageError",
+    "__version__",
     "experiment",
     "gc",
     "index_pack",
@@ -46,7 +47,18 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # Read from the installed metadata on first use (importlib.metadata costs index-pack
+        # memory it has no use for).
+        from importlib.metadata import version
+
+        return version("packorder")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'packorder' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    # So that help(packorder) and completion find the functions imported on first use.
+    return sorted({*globals(), *_LAZY, "__version__"})

@@ -1,5 +1,6 @@
 """The `packorder` (and `git packorder`) command line. Thin: parse options, call the library,
-render the result. Every PackError becomes one `fatal:` line and exit status 1 (2 for bad usage).
+render the result. Every PackError becomes one `fatal:` line and Git's exit status (128; 129
+and the usage for bad usage).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from packorder.cli_base import (
     command_usage,
     fail,
     guarded,
+    parse_size,
     print_json,
-    size_argument,
     stop_on_termination,
     usage_error,
     warn,
@@ -31,16 +32,6 @@ from packorder.study_command import experiment_cmd
 from packorder.units import human_size
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-def parse_size(value: str | None) -> int | None:
-    """'512m', '2g', '1048576' -> bytes (Git's k/m/g suffixes)."""
-    if value is None:
-        return None
-    try:
-        return size_argument(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from None
 
 
 class _Commands(click.Group):

@@ -32,6 +32,18 @@ def size_argument(value: str) -> int:
         raise ValueError(f"not a size: {value!r} (use a number with an optional k, m or g)") from None
 
 
+def parse_size(value: str | None) -> int | None:
+    """A size option of the click commands: bytes, or a click error naming the option."""
+    import click  # only the click commands call this: index-pack runs without click
+
+    if value is None:
+        return None
+    try:
+        return size_argument(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 def print_json(value: Any) -> None:
     json.dump(to_jsonable(value), sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")
@@ -88,6 +100,18 @@ def click_usage() -> str | None:
     return command_usage(ctx) if ctx is not None else None
 
 
+def flag_of(param: str) -> str:
+    """The command-line flag of a library parameter: the running click command's own option
+    of that name, else Git's spelling (`fix_thin` -> `--fix-thin`)."""
+    click = sys.modules.get("click")
+    ctx = click.get_current_context(silent=True) if click is not None else None
+    if ctx is not None:
+        for option in ctx.command.params:
+            if option.name == param and isinstance(option, click.Option):
+                return max(option.opts, key=len)
+    return "--" + param.replace("_", "-")
+
+
 def command_usage(ctx: Any) -> str:
     formatter = ctx.make_formatter()
     ctx.command.format_usage(ctx, formatter)
@@ -104,7 +128,7 @@ def guarded(fn: Callable[..., None], usage: Callable[[], str | None] = click_usa
         try:
             fn(*args, **kwargs)
         except UsageError as e:
-            usage_error(str(e), usage())
+            usage_error(e.render(flag_of), usage())
         except Interrupted as e:
             fail(str(e), SIGNALLED + e.signum)
         except PackError as e:

@@ -1,6 +1,12 @@
-"""The exceptions the library raises. The CLI turns each into one line on stderr and exit 1."""
+"""The exceptions the library raises. The command line turns each into one line on stderr
+and Git's exit status (128; 129 for a usage error)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class PackError(Exception):
@@ -31,7 +37,20 @@ class CollisionError(PackError):
 
 
 class UsageError(PackError):
-    """Options that cannot work together, or an input that is not what the command takes."""
+    """Options that cannot work together, or an input that is not what the command takes.
+
+    A message about parameters names them as the call does (`fix_thin needs stdin`); given as
+    a template with `{name}` for each of `params`, a command line shows its own flag for each
+    instead (`--fix-thin needs --stdin`)."""
+
+    def __init__(self, message: str, *, params: tuple[str, ...] = ()) -> None:
+        self.template = message
+        self.params = params
+        super().__init__(self.render(lambda name: name))
+
+    def render(self, flag: Callable[[str], str]) -> str:
+        """The message with each parameter shown as `flag` names it."""
+        return self.template.format(**{name: flag(name) for name in self.params}) if self.params else self.template
 
 
 class Interrupted(PackError):

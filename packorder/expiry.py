@@ -33,15 +33,18 @@ def approxidate(value: str, git_dir: Path | None = None) -> int:
 def expiration(value: str, source: str, git_dir: Path | None = None) -> int | None:
     """The time at or before which unreachable objects expire (an object is kept while its
     age is later), or NEVER; `source` names the setting in the error for a value Git would
-    refuse (a config key raises RepositoryError, an option UsageError)."""
+    refuse: a config key (`gc.pruneExpire`, RepositoryError) or a parameter (UsageError)."""
     text = value.strip()
     if text == "now":
         return int(time.time())
     before = time.time()
     when = approxidate(text, git_dir)
     if when >= int(before):
-        error = UsageError if source.startswith("-") else RepositoryError
-        raise error(f"invalid {source}: '{value}' (not a time in the past, as Git reads it)")
+        why = f"'{value}' (not a time in the past, as Git reads it)"
+        if "." in source:  # a config key
+            raise RepositoryError(f"invalid {source}: {why}")
+        escaped = why.replace("{", "{{").replace("}", "}}")  # the value is not a placeholder
+        raise UsageError("invalid {" + source + "}: " + escaped, params=(source,))
     return NEVER if when == 0 else when
 
 

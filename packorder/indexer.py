@@ -307,11 +307,11 @@ def index_pack(
     """
     started = time.perf_counter()
     if (pack is None) == (stdin is None):
-        raise UsageError("give either a pack file or --stdin")
+        raise UsageError("give either a pack file or {stdin}", params=("stdin",))
     if fix_thin and stdin is None:
-        raise UsageError("--fix-thin requires --stdin")
+        raise UsageError("{fix_thin} requires {stdin}", params=("fix_thin", "stdin"))
     if verify and stdin is not None:
-        raise UsageError("--verify cannot be used with --stdin")
+        raise UsageError("{verify} cannot be used with {stdin}", params=("verify", "stdin"))
 
     git_dir: Path | None = None
     if stdin is not None or repo is not None:

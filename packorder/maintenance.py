@@ -173,7 +173,7 @@ def gc(
         prune_expire = None
     else:
         assert isinstance(prune, str)
-        prune_expire = None if expiry.expiration(prune, "--prune", git_dir) is None else prune
+        prune_expire = None if expiry.expiration(prune, "prune", git_dir) is None else prune
     worktree_expire = _expiry_setting(config, "gc.worktreePruneExpire", DEFAULT_WORKTREE_PRUNE_EXPIRE, git_dir)
     if not config.get_bool("gc.cruftPacks", True):
         note("gc.cruftPacks=false is not followed: packorder keeps unreachable objects in a cruft pack")

@@ -4,10 +4,12 @@ the orders and start the history walks an order needs before numpy is imported."
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from packorder.errors import UsageError
 from packorder.gitcmd import Config
+from packorder.names import names
 
 DEFAULT_ORDER = "recency"
 
@@ -47,9 +49,23 @@ CATALOG: dict[str, OrderInfo] = {
 }
 
 
-def check_order(order: str) -> None:
-    if order not in CATALOG:
-        raise UsageError(f"unknown order '{order}' (choose from {', '.join(CATALOG)})")
+def check_order(order: str, also: tuple[str, ...] = ()) -> None:
+    """Refuse a name that is not an order (nor one of `also`, such as the experiment's as-is)."""
+    if order not in CATALOG and order not in also:
+        raise UsageError(f"unknown order '{order}' (choose from {', '.join((*also, *CATALOG))})")
+
+
+def check_orders(orders: str | Iterable[str], purpose: str, also: tuple[str, ...] = ()) -> list[str]:
+    """Order names in the form every call takes them (a sequence, or 'recency,history'),
+    checked: at least one (`purpose` says for what), each known, none twice."""
+    chosen = names(orders, "order")
+    if not chosen:
+        raise UsageError(f"no order to {purpose}")
+    for name in chosen:
+        check_order(name, also)
+    if len(set(chosen)) < len(chosen):
+        raise UsageError("an order is given twice")
+    return chosen
 
 
 def configured_order(config: Config, order: str | None) -> str:

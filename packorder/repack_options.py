@@ -86,7 +86,7 @@ def read_options(repo: Repository, request: RepackRequest) -> RepackOptions:
     window = _int_setting(cfg, request.window, "packorder.window", "pack.window", 10)
     depth = _int_setting(cfg, request.depth, "packorder.depth", "pack.depth", 50)
     if window < 0 or depth < 0:
-        raise UsageError("--window and --depth take non-negative numbers")
+        raise UsageError("{window} and {depth} take non-negative numbers", params=("window", "depth"))
     depth = min(depth, GIT_DEPTH_LIMIT)
     threads = thread_count(cfg, request.threads, "packorder.threads", "pack.threads")
     ref_delta = request.ref_delta or not cfg.get_bool("repack.useDeltaBaseOffset", True)
@@ -99,9 +99,9 @@ def read_options(repo: Repository, request: RepackRequest) -> RepackOptions:
             write_bitmap = repo.bare and not repo.has_promisor_packs and not any(p.keep for p in repo.packs)
     cruft_expiration = None
     if request.cruft_expiration is not None:
-        cruft_expiration = expiry.expiration(request.cruft_expiration, "--cruft-expiration", repo.git_dir)
+        cruft_expiration = expiry.expiration(request.cruft_expiration, "cruft_expiration", repo.git_dir)
     if request.max_cruft_size is not None and request.max_cruft_size <= 0:
-        raise UsageError("--max-cruft-size takes a positive size")
+        raise UsageError("{max_cruft_size} takes a positive size", params=("max_cruft_size",))
     update_server_info = request.update_server_info
     if update_server_info is None:
         update_server_info = cfg.get_bool("repack.updateServerInfo", True)

@@ -335,7 +335,7 @@ def repack(
     )
     in_place = output_dir is None and not dry_run
     if output_dir is not None and write_bitmap:
-        raise UsageError("-o DIR writes no bitmap: a bitmap belongs beside the repository's own packs (drop -b)")
+        raise UsageError("a pack in output_dir gets no bitmap: a bitmap belongs beside the repository's own packs")
     if start is None:
         start = snapshot_mod.take(repo_path, lock=in_place, order=order, warn=warnings)
     elif start.locked != in_place:

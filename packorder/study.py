@@ -24,10 +24,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packorder.errors import RepositoryError, UsageError
+from packorder.names import names
+from packorder.order_catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import throttle
+
+if TYPE_CHECKING:
+    from packorder.seek.workloads import WorkloadSpec
 
 AS_IS = "as-is"  # a copy left as it is: the repository's own packs
 DEFAULT_ORDERS = ("recency", "history")
@@ -73,7 +79,7 @@ class ExperimentResult:
     output_dir: Path
     report: Path
     plots: list[Path]
-    workloads: list  # WorkloadSpec, paths resolved
+    workloads: list[WorkloadSpec]  # paths resolved
     orders: list[OrderRun]
     reference: str | None  # the order whose traces the simulator re-laid
     simulated: list  # SimulatedResult per workload and simulated order
@@ -91,35 +97,23 @@ class ExperimentResult:
         return next(r for r in self.orders if r.order == order)
 
 
-def parse_workloads(items: Sequence[str]) -> list[tuple[str, str | None]]:
-    """'log-path:src/lib' -> ('log-path', 'src/lib'); each workload at most once."""
+def parse_workloads(items: str | Sequence[str | WorkloadSpec]) -> list[WorkloadSpec]:
+    """'log,log-path:src/lib' or ['log', 'log-path:src/lib', WorkloadSpec(...)] -> the specs;
+    each workload at most once."""
     from packorder.seek import workloads
 
-    out: list[tuple[str, str | None]] = []
-    for item in items:
-        name, sep, path = item.partition(":")
+    out: list[WorkloadSpec] = []
+    for item in names(items, "workload"):
+        name = item.partition(":")[0].strip() if isinstance(item, str) else getattr(item, "name", None)
         if name == "custom":
             raise UsageError("the experiment runs the standard workloads; custom is for seekstats")
-        spec = workloads.spec(name.strip(), path.strip() if sep else None)
-        if any(spec.name == n for n, _ in out):
+        spec = workloads.parse(item)
+        if any(spec.name == s.name for s in out):
             raise UsageError(f"workload {spec.name} given twice")
-        out.append((spec.name, spec.path))
+        out.append(spec)
     if not out:
         raise UsageError("no workload to run")
     return out
-
-
-def check_orders(orders: Sequence[str]) -> list[str]:
-    from packorder.order import ORDERS
-
-    if not orders:
-        raise UsageError("no order to compare")
-    for name in orders:
-        if name != AS_IS and name not in ORDERS:
-            raise UsageError(f"unknown order '{name}' (choose from {AS_IS}, {', '.join(ORDERS)})")
-    if len(set(orders)) < len(orders):
-        raise UsageError("an order is given twice")
-    return list(orders)
 
 
 def copy_git_dir(source: Path, target: Path) -> None:
@@ -224,8 +218,8 @@ def _simulate(
     if not real:
         return None, [], []
     reference = real[0]
-    names = list(dict.fromkeys([r.order for r in real] + list(extra)))
-    planned = plan(reference.git_dir, names, progress)
+    to_plan = list(dict.fromkeys([r.order for r in real] + list(extra)))
+    planned = plan(reference.git_dir, to_plan, progress)
     simulated = []
     agreement = []
     for spec in specs:
@@ -249,12 +243,12 @@ def _simulate(
 def experiment(
     repo: str | os.PathLike[str] | None = None,
     *,
-    orders: Sequence[str] = DEFAULT_ORDERS,
-    workloads: Sequence[str] = DEFAULT_WORKLOADS,
+    orders: str | Sequence[str] = DEFAULT_ORDERS,
+    workloads: str | Sequence[str | WorkloadSpec] = DEFAULT_WORKLOADS,
     output_dir: str | os.PathLike[str] = "packorder-experiment",
     runs: int = 3,
     cold_iops: int | None = None,
-    simulate: Sequence[str] = (),
+    simulate: str | Sequence[str] = (),
     git: str = "git",
     threshold: int = 2 << 20,
     near: int = 4 << 10,
@@ -266,9 +260,10 @@ def experiment(
     note: Note | None = None,
 ) -> ExperimentResult:
     """Copy the repository once per order, repack each copy in its order reusing its deltas,
-    run each workload ('name' or 'name:PATH') on every copy, and write `output_dir`/report.md
+    run each workload ('name', 'name:PATH' or a WorkloadSpec) on every copy, and write `output_dir`/report.md
     with tables, pack sizes, cold and warm times, plots, and the simulator's check; `simulate`
-    names more orders to simulate only (from the first order's traces). Returns what was
+    names more orders to simulate only (from the first order's traces). `orders`, `workloads`
+    and `simulate` are sequences of names or comma-separated strings. Returns what was
     measured; raises PackError subclasses. `cold_iops`: cold runs may send that many read
     requests a second to the disk (a slow disk, on a machine whose disk is cached by its
     host; Linux, root, cgroup v1 blkio). `note` receives one-line messages (chosen paths,
@@ -281,28 +276,28 @@ def experiment(
 
     started = time.perf_counter()
     say = note or (lambda _message: None)
-    orders = check_orders(orders)
+    orders = check_orders(orders, "compare", also=(AS_IS,))
     wanted = parse_workloads(workloads)
-    extra = [o for o in check_orders(simulate) if o != AS_IS] if simulate else []
+    extra = [o for o in check_orders(simulate, "simulate", also=(AS_IS,)) if o != AS_IS] if names(simulate) else []
     if runs < 0:
-        raise UsageError("--runs takes a number of runs, 0 for none")
+        raise UsageError("{runs} takes a number of runs, 0 for none", params=("runs",))
     if cold_iops is not None and not runs:
-        raise UsageError("--cold-iops limits the cold runs: give --runs too")
+        raise UsageError("{cold_iops} limits the cold runs: give {runs} too", params=("cold_iops", "runs"))
     if threshold <= 0 or near < 0:
         raise UsageError("the threshold must be positive and the near distance not negative")
     source = find_git_dir(repo)
     read_config(source)  # refuses a repository packorder cannot read (SHA-256) before copying it
-    git_path = check_program(git, "the git binary to run workloads with (--git)")
+    git_path = check_program(git, "the git binary to run workloads with")
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: not a directory")
     if work_dir is not None and Path(work_dir).exists() and not Path(work_dir).is_dir():
         raise UsageError(f"{work_dir}: not a directory")
     specs = []
-    for name, path in wanted:
-        spec, choice = workloads_mod.resolve(workloads_mod.spec(name, path), source)
+    for wanted_spec in wanted:
+        spec, choice = workloads_mod.resolve(wanted_spec, source)
         if choice is not None:
-            say(f"{name}: chose {choice.path} (changed by {choice.commits} of the last {choice.scanned} commits)")
+            say(f"{spec.name}: chose {choice.path} (changed by {choice.commits} of the last {choice.scanned} commits)")
         specs.append(spec)
     if cold_iops is not None:
         throttle.check(Path(work_dir) if work_dir is not None else Path(tempfile.gettempdir()), cold_iops)

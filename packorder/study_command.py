@@ -11,10 +11,6 @@ from typing import Any
 import click
 
 
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [item.strip() for value in values for item in value.split(",") if item.strip()]
-
-
 @click.command("experiment", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("repo", required=False, type=click.Path(path_type=Path))
 @click.option("--orders", multiple=True, metavar="ORDER[,ORDER...]",
@@ -68,14 +64,14 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli import parse_size
-    from packorder.cli_base import print_json
+    from packorder.cli_base import parse_size, print_json
     from packorder.errors import UsageError
+    from packorder.names import names
     from packorder.study import DEFAULT_ORDERS, DEFAULT_WORKLOADS, experiment
     from packorder.study_report import summary
 
-    chosen_orders = _split(orders) if orders else list(DEFAULT_ORDERS)
-    chosen_workloads = _split(workloads) if workloads else list(DEFAULT_WORKLOADS)
+    chosen_orders = names(orders) if orders else list(DEFAULT_ORDERS)
+    chosen_workloads = names(workloads) if workloads else list(DEFAULT_WORKLOADS)
     if (orders and not chosen_orders) or (workloads and not chosen_workloads):
         raise UsageError("--orders and --workloads take names")
     show = progress_mod.auto(quiet=quiet, force=verbose)
@@ -94,7 +90,7 @@ def _run(
             output_dir=output_dir,
             runs=runs,
             cold_iops=cold_iops,
-            simulate=_split(simulate),
+            simulate=names(simulate),
             git=git,
             threshold=parse_size(threshold) or 0,
             near=parse_size(near) or 0,

@@ -72,6 +72,9 @@ def test_a_bad_command_line_is_a_usage_error(args: list[str]) -> None:
         (["seekstats", "-w", "log-path", "src/file1.c"], "is ambiguous"),
         (["seekstats", "--json", "--csv"], "--json and --csv cannot be used together"),
         (["index-pack", "--stdin", "x.pack"], "--stdin takes no pack argument"),
+        (["index-pack", "--fix-thin", "x.pack"], "--fix-thin requires --stdin"),
+        (["repack", "--max-cruft-size", "0"], "--max-cruft-size takes a positive size"),
+        (["experiment", "--runs", "0", "--cold-iops", "10"], "--cold-iops limits the cold runs: give --runs too"),
     ],
 )
 def test_conflicting_options_are_refused_in_one_line(work: Path, args: list[str], message: str) -> None:

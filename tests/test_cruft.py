@@ -214,7 +214,7 @@ def test_dates_git_would_refuse_are_refused(aged: tuple[Repo, dict[str, str]], t
     repo, _ = aged
     ours = copy_of(repo, tmp_path / "ours")
     listing = sorted(str(p) for p in (ours / ".git" / "objects").rglob("*"))
-    with pytest.raises(UsageError, match="invalid --cruft-expiration"):
+    with pytest.raises(UsageError, match="invalid cruft_expiration"):
         packorder.repack(ours, cruft_expiration=value)
     assert sorted(str(p) for p in (ours / ".git" / "objects").rglob("*")) == listing
 

@@ -75,9 +75,10 @@ def seekstats(
     seek distances of its pack accesses.
 
     `workload` is one of log, log-path, blame, pack-recent, index-pack, custom (with `git_args`),
-    or a `WorkloadSpec`; log-path and blame take `path` and choose the most often changed one
-    when it is None. `views` selects raw and/or expanded statistics (index-pack's trace has every
-    read already: raw only). `cache_limit` is the delta base cache the expanded view models
+    'log-path:PATH' or 'blame:PATH' (as `experiment` takes them), or a `WorkloadSpec`; log-path
+    and blame take `path` and choose the most often changed one when it is None. `views`
+    selects raw and/or expanded statistics (index-pack's trace has every read already: raw
+    only). `cache_limit` is the delta base cache the expanded view models
     (default: the repository's core.deltaBaseCacheLimit). With `cold`, the workload also runs
     untraced after its packs are dropped from the page cache, then again warm.
     """
@@ -119,8 +120,8 @@ def measure(
     if threshold <= 0 or near < 0:
         raise UsageError("the threshold must be positive and the near distance not negative")
     git_dir = find_git_dir(repo)
-    git_path = runner.check_program(git, "the git binary to run workloads with (--git)")
-    spec = workload if isinstance(workload, WorkloadSpec) else workloads.spec(workload, path, tuple(git_args))
+    git_path = runner.check_program(git, "the git binary to run workloads with")
+    spec = workloads.parse(workload, path, tuple(git_args))
     spec, _ = workloads.resolve(spec, git_dir)
     config = read_config(git_dir)
     if cache_limit is None:

@@ -1,8 +1,7 @@
 """`packorder seekstats`: the command line of the analyzer.
 
 Registered in `packorder.cli`; it imports nothing heavy at startup (numpy and the analyzer load
-when the command runs), and reaches `packorder.cli`'s parse_size at run time, since that module
-imports this one.
+when the command runs).
 """
 
 from __future__ import annotations
@@ -55,12 +54,6 @@ class SeekCommand(click.Command):
                 ctx,
             )
         return rest
-
-
-def _size(value: str | None) -> int | None:
-    from packorder.cli import parse_size
-
-    return parse_size(value)
 
 
 @click.command(
@@ -127,13 +120,18 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli_base import print_json
+    from packorder.cli_base import parse_size, print_json
     from packorder.errors import UsageError
     from packorder.gitcmd import find_git_dir
+    from packorder.names import names
     from packorder.seek import api, report, workloads
 
     if as_json and as_csv:
         raise UsageError("--json and --csv cannot be used together")
+    if workload == "custom" and not git_args:
+        raise UsageError("the custom workload needs git arguments after '--', e.g. custom -- log --all")
+    if git_args and workload != "custom":
+        raise UsageError(f"git arguments after '--' are for the custom workload, not {workload}")
     spec = workloads.spec(workload, path, tuple(git_args))
     repos = [repo, *compare]
     git_dirs = [find_git_dir(r) for r in repos]
@@ -149,7 +147,7 @@ def _run(
         labels = [str(d) for d in git_dirs]
     views = ("raw", "expanded") if view == "both" else (view,)
     show = progress_mod.auto(quiet=quiet, force=verbose)
-    orders = [o.strip() for value in simulate for o in value.split(",") if o.strip()]
+    orders = names(simulate, "order")
     if simulate and not orders:
         raise UsageError("--simulate-order needs an order name")
     results = []
@@ -159,9 +157,9 @@ def _run(
             options = {
                 "git": git,
                 "views": views,
-                "threshold": _size(threshold) or 0,
-                "near": _size(near) or 0,
-                "cache_limit": _size(cache_limit),
+                "threshold": parse_size(threshold) or 0,
+                "near": parse_size(near) or 0,
+                "cache_limit": parse_size(cache_limit),
                 "label": label,
                 "progress": show,
             }

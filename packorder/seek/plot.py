@@ -19,7 +19,7 @@ def plot_cdf(results: Sequence[SeekResult], view: str, path: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise PackError("--plot needs matplotlib (pip install 'packorder[plot]')") from None
+        raise PackError("plots need matplotlib (pip install 'packorder[plot]')") from None
     shown = [(r, r.view(view)) for r in results]
     shown = [(r, v) for r, v in shown if v is not None and v.cdf]
     if not shown:

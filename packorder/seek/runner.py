@@ -96,7 +96,7 @@ def drop_from_page_cache(paths: Iterable[Path]) -> int:
     cold as the kernel allows, which is what Git itself would meet after memory pressure.
     """
     if not hasattr(os, "posix_fadvise"):
-        raise UsageError("--cold needs posix_fadvise, which this system does not have")
+        raise UsageError("{cold} needs posix_fadvise, which this system does not have", params=("cold",))
     total = 0
     for path in paths:
         fd = os.open(path, os.O_RDONLY)

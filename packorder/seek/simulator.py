@@ -30,6 +30,7 @@ import numpy as np
 from packorder.errors import UsageError
 from packorder.format.layout import NO_BASE, PackLayout
 from packorder.format.pack import OBJ_OFS_DELTA, RAWSZ
+from packorder.order_catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze
 from packorder.seek.api import DEFAULT_NEAR, DEFAULT_THRESHOLD, Measurement, describe_view, measure
@@ -79,18 +80,6 @@ class Simulation:
     plan_seconds: float  # enumerating the repository and planning every order
 
 
-def check_orders(orders: Sequence[str]) -> list[str]:
-    """Order names, checked against `order.ORDERS`."""
-    from packorder.order import ORDERS
-
-    if not orders:
-        raise UsageError("no order to simulate")
-    unknown = [o for o in orders if o not in ORDERS]
-    if unknown:
-        raise UsageError(f"unknown order '{unknown[0]}' (choose from {', '.join(ORDERS)})")
-    return list(dict.fromkeys(orders))
-
-
 def plan(
     repo: str | os.PathLike[str] | None, orders: Sequence[str], progress: ProgressCallback | None = None
 ) -> list[PlannedPack]:
@@ -99,7 +88,7 @@ def plan(
     from packorder.order import ORDERS
     from packorder.repo import LOOSE, enumerate_objects, keys, lookup, object_history, open_repository
 
-    orders = check_orders(orders)
+    orders = check_orders(orders, "simulate")
     repository = open_repository(repo)
     if progress is not None:
         progress("Planning layouts", 0, len(orders))
@@ -248,7 +237,7 @@ def simulate(
     """Measure `workload` on the repository (as `seekstats` does, `cold` included), then
     simulate it under each of `orders`. Pass `planned` (from `plan`) to reuse plans across
     workloads."""
-    orders = check_orders(orders)
+    orders = check_orders(orders, "simulate")
     measured = measure(
         repo,
         workload,

@@ -56,15 +56,32 @@ def spec(name: str, path: str | None = None, git_args: tuple[str, ...] | list[st
     if path is not None and name not in TAKES_PATH:
         raise UsageError(f"the {name} workload takes no PATH")
     if name == "custom" and not git_args:
-        raise UsageError("the custom workload needs git arguments after '--', e.g. custom -- log --all")
+        raise UsageError("the custom workload needs git arguments, e.g. ('log', '--all')")
     if git_args and name != "custom":
-        raise UsageError(f"git arguments after '--' are for the custom workload, not {name}")
+        raise UsageError(f"git arguments are for the custom workload, not {name}")
     if path is not None:
         path = path.strip("/") if path not in ("/", ".") else path
         path = path[2:] if path.startswith("./") else path
         if not path:
             raise UsageError("empty PATH")
     return WorkloadSpec(name, path, tuple(git_args))
+
+
+def parse(
+    workload: str | WorkloadSpec, path: str | None = None, git_args: tuple[str, ...] | list[str] = ()
+) -> WorkloadSpec:
+    """A workload in any form a call takes it: a WorkloadSpec, 'name', or 'name:PATH' (or
+    'name' with `path`)."""
+    if isinstance(workload, WorkloadSpec):
+        if path is not None or git_args:
+            raise UsageError("a WorkloadSpec carries its own path and git arguments")
+        return workload
+    if not isinstance(workload, str):
+        raise UsageError(f"a workload is a name, 'name:PATH' or a WorkloadSpec, not {workload!r}")
+    name, sep, given = workload.partition(":")
+    if sep and path is not None:
+        raise UsageError(f"the path of {workload!r} is given twice")
+    return spec(name.strip(), given.strip() if sep else path, git_args)
 
 
 def resolve(workload: WorkloadSpec, git_dir: Path) -> tuple[WorkloadSpec, choose.Choice | None]:
