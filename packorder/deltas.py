@@ -25,6 +25,7 @@ from packorder.format.layout import NO_BASE
 from packorder.format.pack import OBJ_TREE
 from packorder.progress import ProgressCallback, run_native_job
 from packorder.repo import LOOSE, ObjectTable, Repository, id_order, keys, lookup
+from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT
 
 
 @dataclass
@@ -217,7 +218,7 @@ def search(
     threads: int,
     reuse_deltas: bool,
     big_file_threshold: int = BIG_FILE_THRESHOLD,
-    cache_budget: int = 96 << 20,
+    cache_budget: int = DEFAULT_DELTA_BASE_CACHE_LIMIT,
     object_limit: int = 1 << 62,
     repick_backward: bool = False,
     progress: ProgressCallback | None = None,

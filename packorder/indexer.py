@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import resource
 import shutil
 import tempfile
 import time
@@ -25,8 +24,8 @@ from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import RAWSZ, TYPE_CODES
 from packorder.progress import ProgressCallback, run_polled
+from packorder.settings import compression_level, delta_base_cache_limit, peak_rss, physical_memory, thread_count
 
-DEFAULT_DELTA_BASE_CACHE_LIMIT = 96 << 20
 PHASE_TITLES = {1: "Indexing objects", 2: "Resolving deltas", 3: "Checksumming"}
 
 
@@ -63,17 +62,6 @@ class _Settings:
         self.compression = compression
 
 
-def physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 1 << 62
-
-
-def peak_rss() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def _settings(
     config: gitcmd.Config,
     threads: int | None,
@@ -82,13 +70,12 @@ def _settings(
     off32_limit: int | None,
     rev_index: bool | None,
 ) -> _Settings:
-    if threads is None or threads == 0:
-        threads = config.get_int("pack.threads", 0) or os.cpu_count() or 1
+    threads = thread_count(config, threads, "pack.threads")
     if threads < 1:
         raise UsageError(f"invalid number of threads: {threads}")
     if max_memory is None:
         # Git's budget for index-pack: core.deltaBaseCacheLimit per thread.
-        max_memory = config.get_int("core.deltaBaseCacheLimit", DEFAULT_DELTA_BASE_CACHE_LIMIT) * threads
+        max_memory = delta_base_cache_limit(config) * threads
     if max_memory < 0:
         raise UsageError(f"invalid memory budget: {max_memory}")
     if index_version is None:
@@ -97,14 +84,13 @@ def _settings(
         raise UsageError(f"unsupported index version {index_version}")
     if rev_index is None:
         rev_index = config.get_bool("pack.writeReverseIndex", True)
-    level = config.get_int("pack.compression", config.get_int("core.compression", -1))
     return _Settings(
         threads=threads,
         budget=max_memory,
         index_version=index_version,
         off32_limit=idx_format.OFF32_LIMIT if off32_limit is None else off32_limit,
         write_rev=rev_index,
-        compression=6 if level < 0 else min(level, 9),
+        compression=compression_level(config),
     )
 
 

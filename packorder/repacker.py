@@ -35,7 +35,6 @@ from packorder.durable import temp_prefix
 from packorder.errors import UsageError
 from packorder.faults import crash_point
 from packorder.format import mtimes as mtimes_format
-from packorder.indexer import peak_rss, physical_memory
 from packorder.layout import entry_sizes, write_order
 from packorder.order import ORDERS
 from packorder.progress import ProgressCallback
@@ -51,6 +50,7 @@ from packorder.repo import (
     object_history,
     open_repository,
 )
+from packorder.settings import delta_base_cache_limit, peak_rss, physical_memory
 
 REACHABLE, PROMISOR, CRUFT = "reachable", "promisor", "cruft"
 # The cruft pack's order: its objects have no place in history, and recency needs no walk.
@@ -133,7 +133,7 @@ def _search(
         threads=opts.threads,
         reuse_deltas=not opts.no_reuse_delta,
         big_file_threshold=repo.config.get_int("core.bigFileThreshold", deltas_mod.BIG_FILE_THRESHOLD),
-        cache_budget=repo.config.get_int("core.deltaBaseCacheLimit", 96 << 20),
+        cache_budget=delta_base_cache_limit(repo.config),
         object_limit=physical_memory(),
         repick_backward=opts.repick_backward,
         progress=progress,
@@ -236,7 +236,7 @@ def _write_group(
             )
             builder.start()
         try:
-            budget = repo.config.get_int("core.deltaBaseCacheLimit", 96 << 20) * opts.threads
+            budget = delta_base_cache_limit(repo.config) * opts.threads
             files = writer_mod.verify(written, opts.verify, opts.threads, budget, physical_memory(), progress)
         finally:
             if builder is not None:

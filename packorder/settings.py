@@ -1,10 +1,12 @@
-"""Settings several commands share, read from Git's configuration: the verification levels
-of a repack, threads, compression, the delta base cache. Light (standard library only), so
-that the command line can offer them before numpy loads."""
+"""Settings several commands share, read from Git's configuration (the verification levels
+of a repack, threads, compression, the delta base cache), and the machine facts they are
+weighed against. Light (standard library only), so that the command line can offer them
+before numpy loads, and index-pack reads them without paying for more."""
 
 from __future__ import annotations
 
 import os
+import resource
 
 from packorder.gitcmd import Config
 
@@ -38,3 +40,19 @@ def thread_count(config: Config, threads: int | None, *keys: str) -> int:
 
 def delta_base_cache_limit(config: Config) -> int:
     return config.get_int("core.deltaBaseCacheLimit", DEFAULT_DELTA_BASE_CACHE_LIMIT)
+
+
+# Machine facts.
+
+
+def physical_memory() -> int:
+    """The machine's memory in bytes (a bound on what one object may take), or 2**62 unknown."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 1 << 62
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory so far, in bytes."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -177,12 +177,12 @@ def _time(
     the disk at its pace."""
     from packorder.gitcmd import read_config
     from packorder.seek import runner, workloads
-    from packorder.seek.expand import DEFAULT_CACHE_LIMIT
+    from packorder.settings import delta_base_cache_limit
 
     built = {}
     for run in runs:
         config = read_config(run.git_dir)
-        limit = cache_limit or config.get_int("core.deltaBaseCacheLimit", DEFAULT_CACHE_LIMIT)
+        limit = cache_limit or delta_base_cache_limit(config)
         for spec in specs:
             built[run.order, spec.name] = workloads.build(spec, run.git_dir, git, config, limit, run.git_dir)
     for round_ in range(rounds):

@@ -26,7 +26,8 @@ from typing import TypeVar
 
 from packorder.gitcmd import find_git_dir, read_config
 from packorder.seek import analyze, pack_access, runner, workloads
-from packorder.seek.expand import DEFAULT_CACHE_LIMIT, expand
+from packorder.seek.expand import expand
+from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT
 
 T = TypeVar("T")
 
@@ -86,7 +87,7 @@ def main() -> None:
     if spec.name == "index-pack":
         sys.exit("index-pack is traced with strace; this benchmark measures the pack access log")
     config = read_config(git_dir)
-    work = workloads.build(spec, git_dir, "git", config, DEFAULT_CACHE_LIMIT)
+    work = workloads.build(spec, git_dir, "git", config, DEFAULT_DELTA_BASE_CACHE_LIMIT)
 
     # The workload alone, and with its pack access log on (as pack_access.record runs it).
     assert work.command is not None
@@ -113,7 +114,7 @@ def main() -> None:
         lambda: analyze.view_stats(trace, layouts, "raw", "", 2 << 20, 4 << 10),
         args.runs,
     )
-    expanding, expanded = median_time(lambda: expand(trace, layouts, DEFAULT_CACHE_LIMIT), args.runs)
+    expanding, expanded = median_time(lambda: expand(trace, layouts, DEFAULT_DELTA_BASE_CACHE_LIMIT), args.runs)
     expanded_stats, _ = median_time(
         lambda: analyze.view_stats(expanded, layouts, "expanded", "", 2 << 20, 4 << 10),
         args.runs,

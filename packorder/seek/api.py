@@ -14,11 +14,12 @@ from packorder.format.layout import PackLayout
 from packorder.gitcmd import find_git_dir, git_env, read_config
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze, runner, workloads
-from packorder.seek.expand import DEFAULT_CACHE_LIMIT, expand
+from packorder.seek.expand import expand
 from packorder.seek.ipmodel import git_threads
 from packorder.seek.result import EXPANDED, RAW, VIEWS, SeekResult
 from packorder.seek.trace import READS, Trace
 from packorder.seek.workloads import WorkloadSpec
+from packorder.settings import delta_base_cache_limit
 
 DEFAULT_THRESHOLD = 2 << 20
 DEFAULT_NEAR = 4 << 10  # a page: an access near data read before needs no new page
@@ -125,7 +126,7 @@ def measure(
     spec, _ = workloads.resolve(spec, git_dir)
     config = read_config(git_dir)
     if cache_limit is None:
-        cache_limit = config.get_int("core.deltaBaseCacheLimit", DEFAULT_CACHE_LIMIT)
+        cache_limit = delta_base_cache_limit(config)
     cwd = Path(repo).resolve() if repo is not None else Path.cwd()
     work = workloads.build(spec, git_dir, git_path, config, cache_limit, cwd)
 

@@ -30,8 +30,7 @@ import numpy as np
 from packorder.format.layout import NO_BASE, PackLayout
 from packorder.progress import ProgressCallback
 from packorder.seek.trace import READS, REQUESTS, Trace
-
-DEFAULT_CACHE_LIMIT = 96 << 20  # Git's core.deltaBaseCacheLimit
+from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT
 
 
 def replay(
@@ -101,7 +100,7 @@ def check_acyclic(layout: PackLayout) -> None:
 def expand(
     trace: Trace,
     layouts: Sequence[PackLayout],
-    cache_limit: int = DEFAULT_CACHE_LIMIT,
+    cache_limit: int = DEFAULT_DELTA_BASE_CACHE_LIMIT,
     progress: ProgressCallback | None = None,
 ) -> Trace:
     """The entries Git read to answer the requests of `trace` (one layout per pack of the

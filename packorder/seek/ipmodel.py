@@ -38,6 +38,7 @@ import numpy as np
 
 from packorder.format.layout import PackLayout
 from packorder.format.pack import OBJ_REF_DELTA
+from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT
 
 STEP = 1.0  # time to resolve one child, besides its bytes
 PER_BYTE = 1e-4  # time per byte of the object made (inflate, apply, hash)
@@ -180,7 +181,9 @@ class _SecondPass:
             p = p.parent
 
 
-def index_pack_reads(layout: PackLayout, cache_limit: int = 96 << 20, threads: int = 1) -> np.ndarray:
+def index_pack_reads(
+    layout: PackLayout, cache_limit: int = DEFAULT_DELTA_BASE_CACHE_LIMIT, threads: int = 1
+) -> np.ndarray:
     """Pack positions of the entries `git index-pack` reads in its second pass over a pack with
     `layout`, in order, with `threads` threads and a delta base cache of `cache_limit` bytes
     per thread."""
