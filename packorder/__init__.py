@@ -24,6 +24,7 @@ __all__ = [
     "gc",
     "index_pack",
     "repack",
+    "sample",
     "seekstats",
 ]
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from packorder.indexer import index_pack
     from packorder.maintenance import gc
     from packorder.repacker import repack
+    from packorder.sample_repository import sample
     from packorder.seek.api import seekstats
     from packorder.study import experiment
 
@@ -42,6 +44,7 @@ _LAZY = {
     "gc": "packorder.maintenance",
     "index_pack": "packorder.indexer",
     "repack": "packorder.repacker",
+    "sample": "packorder.sample_repository",
     "seekstats": "packorder.seek.api",
 }
 

@@ -355,5 +355,40 @@ def gc_cmd(
             click.echo("\n".join(repack_summary(result.repack)))
 
 
+@main.command("sample", context_settings=CONTEXT)
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--commits", type=int, default=None, metavar="N", help="Commits to generate (default 6000).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Another seed, another history.")
+@quiet_option
+@verbose_option
+@click.option("--json", "as_json", is_flag=True, help="Print what was made as JSON.")
+@click.pass_context
+@guarded
+def sample_cmd(
+    ctx: click.Context,
+    directory: Path,
+    commits: int | None,
+    seed: int,
+    quiet: bool,
+    verbose: bool,
+    as_json: bool,
+) -> None:
+    """Create a bare repository in DIRECTORY to try packorder on: thousands of generated
+    commits, branches, release tags and renames in a pack of about 34 MB. The same seed
+    gives the same repository on every machine."""
+    from packorder.sample_repository import DEFAULT_COMMITS, sample
+
+    show = _progress(ctx, quiet, verbose)
+    with progress_mod.closing_line(show):
+        result = sample(directory, commits=DEFAULT_COMMITS if commits is None else commits, seed=seed, progress=show)
+    if as_json:
+        print_json(result)
+    elif not quiet:
+        click.echo(
+            f"{result.path}: {result.commits} commits, {result.branches} branches, {result.tags} tags, "
+            f"a pack of {human_size(result.pack_bytes)}"
+        )
+
+
 if __name__ == "__main__":
     main()

@@ -92,6 +92,7 @@ class ExperimentResult:
     load_after: tuple[float, float, float]
     seconds: float
     kept: Path | None  # the work directory, when kept
+    warnings: list[str] = field(default_factory=list)  # what the figures cannot show (seek/caveats.py)
 
     def run(self, order: str) -> OrderRun:
         return next(r for r in self.orders if r.order == order)
@@ -240,6 +241,20 @@ def _simulate(
     return reference.order, simulated, agreement
 
 
+def _warnings(order_runs: list[OrderRun], specs: list, runs: int, threshold: int) -> list[str]:
+    """What the report's figures cannot show: a pack too small for the threshold, a ratio
+    that rests on a single short run."""
+    from packorder.seek import caveats
+
+    largest = [p.stat().st_size for run in order_runs for result in run.results for p in result.packs]
+    found = [caveats.small_pack(max(largest), threshold)] if largest else []
+    if runs == 1:
+        for spec in specs:
+            fastest = min(t for run in order_runs for t in run.cold[spec.name] + run.warm[spec.name])
+            found.append(caveats.single_short_run(spec.name, [fastest]))
+    return [w for w in found if w is not None]
+
+
 def experiment(
     repo: str | os.PathLike[str] | None = None,
     *,
@@ -359,6 +374,7 @@ def experiment(
             load_after=os.getloadavg(),
             seconds=0.0,
             kept=work if keep else None,
+            warnings=_warnings(order_runs, specs, runs, threshold),
         )
         result.seconds = time.perf_counter() - started
         try:

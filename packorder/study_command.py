@@ -64,7 +64,7 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli_base import parse_size, print_json
+    from packorder.cli_base import parse_size, print_json, warn
     from packorder.errors import UsageError
     from packorder.names import names
     from packorder.study import DEFAULT_ORDERS, DEFAULT_WORKLOADS, experiment
@@ -101,6 +101,8 @@ def _run(
             progress=show,
             note=note,
         )
+    for message in result.warnings:
+        warn(message)
     if as_json:
         print_json(result)
         return

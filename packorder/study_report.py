@@ -177,6 +177,7 @@ def write_report(result: ExperimentResult, command: str | None = None) -> None:
         + ") then warm, copies taken in turn.",
         f"- Git {result.git_version}; {os.cpu_count()} CPUs; load average {load} before, {load_after} after; "
         f"{time.strftime('%Y-%m-%d %H:%M %Z')}; the experiment took {result.seconds:.0f} s.",
+        *(f"- **Warning:** {message}." for message in result.warnings),
         "",
         f"## Share of seeks under {size_label(result.threshold)} (raw / expanded)",
         "",

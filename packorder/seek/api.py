@@ -13,7 +13,7 @@ from packorder.errors import UsageError
 from packorder.format.layout import PackLayout
 from packorder.gitcmd import find_git_dir, git_env, read_config
 from packorder.progress import ProgressCallback
-from packorder.seek import analyze, runner, workloads
+from packorder.seek import analyze, caveats, runner, workloads
 from packorder.seek.expand import expand
 from packorder.seek.ipmodel import git_threads
 from packorder.seek.result import EXPANDED, RAW, VIEWS, SeekResult
@@ -99,6 +99,14 @@ def seekstats(
     ).result
 
 
+def _warnings(packs: Sequence[Path], threshold: int, cold: float | None, warm: float | None) -> list[str]:
+    found = [caveats.small_pack(max(p.stat().st_size for p in packs), threshold)] if packs else []
+    for run, seconds in (("cold", cold), ("warm", warm)):
+        if seconds is not None:
+            found.append(caveats.single_short_run(f"the {run} run", [seconds]))
+    return [w for w in found if w is not None]
+
+
 def measure(
     repo: str | os.PathLike[str] | None = None,
     workload: str | WorkloadSpec = "log",
@@ -164,5 +172,6 @@ def measure(
         cold_seconds=cold_seconds,
         warm_seconds=warm_seconds,
     )
+    result.warnings = _warnings(trace.packs, threshold, cold_seconds, warm_seconds)
     threads = config.get_int("pack.threads", 0) or git_threads()
     return Measurement(result, trace, layouts, threads)

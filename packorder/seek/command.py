@@ -120,7 +120,7 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli_base import parse_size, print_json
+    from packorder.cli_base import parse_size, print_json, warn
     from packorder.errors import UsageError
     from packorder.gitcmd import find_git_dir
     from packorder.names import names
@@ -170,6 +170,8 @@ def _run(
                 results.append(simulation.measured)
             else:
                 results.append(api.seekstats(where, spec, cold=cold, **options))
+    for message in dict.fromkeys(w for result in results for w in result.warnings):
+        warn(message)
     if simulation is not None:
         from packorder.seek import simreport
 

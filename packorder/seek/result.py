@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packorder.seek.workloads import WorkloadSpec
@@ -44,6 +44,7 @@ class SeekResult:
     seconds: float  # wall time of the traced run
     cold_seconds: float | None = None  # untraced, after dropping the packs from the page cache
     warm_seconds: float | None = None  # untraced, right after the cold run
+    warnings: list[str] = field(default_factory=list)  # what the figures cannot show (seek/caveats.py)
 
     def view(self, name: str) -> ViewStats | None:
         return next((v for v in self.views if v.view == name), None)
