@@ -44,6 +44,7 @@ ZERO_ID = "0" * 40  # `reset REF from ZERO_ID` deletes REF
 # source and test data of the repositories the orders were measured on.
 _LETTERS = bytes(range(ord("a"), ord("z") + 1)) + b"    _"
 _TO_TEXT = bytes(_LETTERS[i % len(_LETTERS)] for i in range(256))
+_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
 
 
 @dataclass
@@ -70,11 +71,12 @@ class _History:
         self.blobs: dict[int, list[bytes]] = {}  # file id -> its versions' blob commands
         self.file_ids: dict[str, int] = {}
         self.touched: set[str] = set()  # the paths the last commit changed
+        self.names: set[str] = set()
         for m in range(MODULES):
             for p in range(PARTS):
                 for s in range(SUBDIRS):
-                    for f in range(FILES_PER_DIR):
-                        self._add(f"src/mod{m:02d}/part{p}/sub{s}/unit{f}.c", self.rng.randint(40, 160))
+                    for _ in range(FILES_PER_DIR):
+                        self._add(f"src/mod{m:02d}/part{p}/sub{s}/{self._name()}.c", self.rng.randint(40, 160))
             self._add(f"tests/mod{m:02d}/test_main.c", self.rng.randint(40, 120))
             self._add(f"docs/mod{m:02d}.md", self.rng.randint(20, 60))
         self._add("README.md", 30)
@@ -83,6 +85,16 @@ class _History:
         # changes cluster in real trees; the hottest file changes in about a third of them.
         self.rng.shuffle(self.paths)
         self.ranks = list(itertools.accumulate(1 / rank for rank in range(1, len(self.paths) + 1)))
+
+    def _name(self) -> str:
+        """A file name no other file has: Git's delta search looks for bases among files of
+        the same name first, and a tree of many `unit2.c` would defeat it (`git repack -f`
+        would double the pack)."""
+        while True:
+            name = "".join(self.rng.choice(_SYLLABLES) for _ in range(3))
+            if name not in self.names:
+                self.names.add(name)
+                return name
 
     def _add(self, path: str, lines: int) -> None:
         self.files[path] = self._lines(lines)
