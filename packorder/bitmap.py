@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from packorder import _native
-from packorder.errors import PackError
 from packorder.format.pack import OBJ_COMMIT, RAWSZ
+from packorder.native_call import pack_errors
 from packorder.repo import ObjectTable, Repository, keys, lookup, sort_keys
 from packorder.writer import WrittenPack
 
@@ -77,7 +77,7 @@ def compute(
     if n:
         ends[-1] = written.size - RAWSZ
     selected = select_commits(table, rows, heads)
-    try:
+    with pack_errors(written.path, "cannot build the new pack's bitmap: "):
         data, bitmaps, xored, why, (stored, named) = _native.pack_bitmap(
             str(written.path),
             written.offsets.astype(np.uint64).tobytes(),
@@ -92,8 +92,4 @@ def compute(
             threads,
             object_limit,
         )
-    except _native.PackFormatError as e:
-        message, offset = e.args
-        where = f" (offset {offset})" if offset is not None else ""
-        raise PackError(f"new pack {written.path}: cannot build its bitmap: {message}{where}") from None
     return PackBitmap(data, bitmaps, xored, why, stored, named)

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from packorder import _native
-from packorder.errors import CorruptPackError
 from packorder.families import chain_depths, roots_and_depths
 from packorder.format.layout import NO_BASE
 from packorder.format.pack import OBJ_TREE
-from packorder.progress import ProgressCallback, run_native_job
+from packorder.native_call import pack_errors, run_job
+from packorder.progress import ProgressCallback
 from packorder.repo import LOOSE, ObjectTable, Repository, id_order, keys, lookup
 from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT
 
@@ -127,10 +127,8 @@ def object_sizes(repo: Repository, table: ObjectTable, rows: np.ndarray) -> np.n
             continue
         order = np.argsort(pos[delta], kind="stable")
         offsets = lay.offsets[pos[delta][order]].astype(np.uint64)
-        try:
+        with pack_errors(pack.path):
             got = _native.read_entry_headers(str(pack.path), offsets.tobytes(), True)[5]
-        except _native.PackFormatError as e:
-            raise CorruptPackError(e.args[0], e.args[1], str(pack.path)) from None
         picked = np.empty(len(order), dtype=np.uint64)
         picked[order] = np.frombuffer(got, dtype=np.uint64)
         sizes[at[delta]] = picked
@@ -375,7 +373,7 @@ def _search_from(
         ranks,
     )
 
-    bases_b, delta_list, stats = run_native_job(native, native.run, "Compressing objects", len(rows), progress)
+    bases_b, delta_list, stats = run_job(native, title="Compressing objects", count=len(rows), progress=progress)
     found = np.frombuffer(bases_b, dtype=np.int64)
     got = np.flatnonzero(found >= 0)
     targets = rows[got]

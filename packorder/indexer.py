@@ -19,14 +19,15 @@ from typing import BinaryIO, NamedTuple
 
 from packorder import _native, gitcmd
 from packorder.durable import fsync_dir, write_atomically
-from packorder.errors import CorruptPackError, Interrupted, PackError, RepositoryError, UsageError, interruption
+from packorder.errors import CorruptPackError, PackError, RepositoryError, UsageError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import RAWSZ, TYPE_CODES
-from packorder.progress import ProgressCallback, run_polled
+from packorder.native_call import CHECKSUM, INDEXING, RESOLVING, run_job
+from packorder.progress import ProgressCallback
 from packorder.settings import compression_level, delta_base_cache_limit, peak_rss, physical_memory, thread_count
 
-PHASE_TITLES = {1: "Indexing objects", 2: "Resolving deltas", 3: "Checksumming"}
+PHASE_TITLES = {INDEXING: "Indexing objects", RESOLVING: "Resolving deltas", CHECKSUM: "Checksumming"}
 
 
 class IndexResult(NamedTuple):
@@ -107,29 +108,10 @@ class _Run:
         self.progress = progress
         self.seconds: dict[str, float] = {}
 
-    def _poll(self) -> None:
-        if self.progress is None:
-            return
-        phase, done, total = self.native.progress()
-        if phase in PHASE_TITLES:
-            self.progress(PHASE_TITLES[phase], min(done, total) if total else done, total)
-
     def call(self, name: str, fn, *args):
         start = time.perf_counter()
-        try:
-            out = run_polled(lambda: fn(*args), self._poll, self.native.cancel)
-        except _native.PackFormatError as e:
-            message, offset = e.args
-            if message == "interrupted":
-                raise Interrupted("interrupted") from None
-            raise CorruptPackError(message, offset, str(self.path)) from None
-        except KeyboardInterrupt as e:
-            raise interruption(e) from None
+        out = run_job(self.native, lambda: fn(*args), title=PHASE_TITLES, path=self.path, progress=self.progress)
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
-        if self.progress is not None:
-            phase, _, total = self.native.progress()
-            if phase in PHASE_TITLES and total:
-                self.progress(PHASE_TITLES[phase], total, total)
         return out
 
 

@@ -1,14 +1,13 @@
 """Progress display shared by all commands: Git's style of line on stderr, shown only when
-stderr is a terminal (or when asked), and a way to run a long native call while polling it."""
+stderr is a terminal (or when asked). (A long native call is polled by native_call.run_job.)"""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TextIO, TypeVar
+from typing import TextIO, TypeVar
 
 T = TypeVar("T")
 
@@ -75,60 +74,3 @@ def auto(quiet: bool = False, force: bool = False) -> ProgressCallback | None:
     if force or sys.stderr.isatty():
         return ProgressLine()
     return None
-
-
-def run_polled(
-    work: Callable[[], T],
-    poll: Callable[[], None],
-    cancel: Callable[[], None],
-    interval: float = 0.1,
-) -> T:
-    """Run `work` (a native call that releases the GIL) in a thread; call `poll` meanwhile.
-
-    On KeyboardInterrupt, `cancel` asks the work to stop, we wait for it, and re-raise, so
-    the caller's cleanup runs with no thread still writing.
-    """
-    result: list[T] = []
-    error: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            result.append(work())
-        except BaseException as e:
-            error.append(e)
-
-    thread = threading.Thread(target=target, name="packorder-native", daemon=True)
-    thread.start()
-    try:
-        while thread.is_alive():
-            thread.join(interval)
-            poll()
-    except KeyboardInterrupt:
-        cancel()
-        thread.join()
-        raise
-    if error:
-        raise error[0]
-    return result[0]
-
-
-def run_native_job(job: Any, work: Callable[[], T], title: str, count: int, progress: ProgressCallback | None) -> T:
-    """`run_polled` for a native job object (`progress()` -> (phase, done, total), `cancel()`):
-    its counts shown under `title`, then `count` of `count` once done. A pack that turns out
-    to be broken on the way raises CorruptPackError."""
-    from packorder import _native  # here: the command line imports this module before it needs the core
-    from packorder.errors import CorruptPackError
-
-    def poll() -> None:
-        if progress is not None:
-            _, done, total = job.progress()
-            progress(title, done, total)
-
-    try:
-        result = run_polled(work, poll, job.cancel)
-    except _native.PackFormatError as e:
-        message, offset = e.args
-        raise CorruptPackError(message, offset) from None
-    if progress is not None:
-        progress(title, count, count)
-    return result

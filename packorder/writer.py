@@ -30,7 +30,8 @@ from packorder.errors import CorruptPackError, PackError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
-from packorder.progress import ProgressCallback, run_native_job, run_polled
+from packorder.native_call import INDEXING, RESOLVING, run_job
+from packorder.progress import ProgressCallback
 from packorder.repo import LOOSE, ObjectTable, Repository, id_order, keys
 
 COPY_WHOLE, COPY_DELTA, FROM_PACK, FROM_LOOSE, NEW_DELTA = 0, 1, 2, 3, 4
@@ -190,8 +191,9 @@ def write(
         threads,
     )
 
-    offsets_b, crcs_b, checksum, size = run_native_job(
-        writer, lambda: writer.write(str(path)), "Writing objects", len(plan.how), progress
+    # No path for its errors: each names the file it is about (a source pack, or the new one).
+    offsets_b, crcs_b, checksum, size = run_job(
+        writer, lambda: writer.write(str(path)), title="Writing objects", count=len(plan.how), progress=progress
     )
     offsets = np.frombuffer(offsets_b, dtype=np.uint64)
     crcs = np.frombuffer(crcs_b, dtype=">u4").astype(np.uint32)
@@ -321,6 +323,9 @@ def verify_crc(written: WrittenPack) -> IndexFiles:
 # Above this share of produced entries (a repack with -f), re-indexing the whole pack, which
 # resolves each delta family once, costs less than reading each produced object by itself.
 PRODUCED_SHARE_FOR_FULL = 0.25
+FAILS = "new pack fails verification: "  # before what a verification found (path and offset after it)
+# A full verification is an index-pack of the new pack: its two passes, named for a repack.
+VERIFY_PHASES = {INDEXING: "Verifying objects", RESOLVING: "Verifying deltas"}
 
 
 def verify_produced(
@@ -362,10 +367,7 @@ def verify_produced(
             budget,
             object_limit,
         )
-        try:
-            run_native_job(check, check.run, "Verifying objects", len(targets), progress)
-        except CorruptPackError as e:
-            raise PackError(f"new pack {written.path} fails verification: {e.message} (offset {e.offset})") from None
+        run_job(check, title="Verifying objects", count=len(targets), path=written.path, what=FAILS, progress=progress)
     return _planned_index(written, headers.crcs)
 
 
@@ -393,31 +395,19 @@ def verify_full(
     and every object here comes from the repository under the id it already has; what this
     catches (a wrong byte, a wrong delta) plain SHA-1 catches (0.27 s of 1.9 s on libgit2)."""
     native = _native.PackIndexer(str(written.path), threads, budget, object_limit, False, False)
-    count = len(written.plan.how)
-
-    def poll() -> None:
-        if progress is not None:
-            done = native.progress()[1]
-            progress("Verifying objects", min(done, count), count)
-
-    try:
-        run_polled(native.scan, poll, native.cancel)
-        run_polled(native.resolve, poll, native.cancel)
-    except _native.PackFormatError as e:
-        message, offset = e.args
-        raise PackError(f"new pack {written.path} fails verification: {message} (offset {offset})") from None
+    for work in (native.scan, native.resolve):
+        run_job(native, work, title=VERIFY_PHASES, path=written.path, what=FAILS, progress=progress)
+    path = str(written.path)
     left = native.unresolved_offsets()
     if left:
-        raise PackError(f"new pack {written.path} fails verification: {len(left)} unresolved deltas")
+        raise CorruptPackError(f"{FAILS}{len(left)} unresolved deltas", int(left[0]), path)
     names, crcs_be, offsets_b, positions_be = native.index_table()
     order = id_order(keys(written.plan.oids))
     if names != np.ascontiguousarray(written.plan.oids[order]).tobytes():
-        raise PackError(f"new pack {written.path} fails verification: its objects are not the planned ones")
+        raise CorruptPackError(f"{FAILS}its objects are not the planned ones", None, path)
     if not np.array_equal(np.frombuffer(offsets_b, dtype=np.uint64), written.offsets[order]):
-        raise PackError(f"new pack {written.path} fails verification: its objects are not where they were planned")
+        raise CorruptPackError(f"{FAILS}its objects are not where they were planned", None, path)
     if native.checksum != written.checksum:
-        raise PackError(f"new pack {written.path} fails verification: trailer mismatch")
+        raise CorruptPackError(f"{FAILS}trailer mismatch", None, path)
     offsets = np.frombuffer(offsets_b, dtype=np.uint64)
-    if progress is not None:
-        progress("Verifying objects", count, count)
     return _index_files(names, crcs_be, offsets, positions_be, written.checksum)

@@ -421,6 +421,10 @@ fn bases_first<'py>(py: Python<'py>, order: &[u8], base: &[u8]) -> PyResult<Boun
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PackFormatError", m.py().get_type::<PackFormatError>())?;
+    // The phases of Progress::snapshot, so that Python names them without its own numbers.
+    m.add("PHASE_INDEXING", progress::PHASE_INDEXING)?;
+    m.add("PHASE_RESOLVING", progress::PHASE_RESOLVING)?;
+    m.add("PHASE_CHECKSUM", progress::PHASE_CHECKSUM)?;
     m.add_class::<py_index::PackIndexer>()?;
     m.add_class::<Sha1>()?;
     m.add_class::<py_write::RevList>()?;

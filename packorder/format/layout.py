@@ -16,6 +16,7 @@ from packorder.errors import CorruptPackError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
+from packorder.native_call import pack_errors
 
 NO_BASE = -1
 
@@ -51,10 +52,8 @@ class PackLayout:
     def object_sizes(self) -> np.ndarray:
         """uint64: size of the object each entry stands for (read from delta headers once)."""
         if self._object_sizes is None:
-            try:
+            with pack_errors(self.pack_path):
                 out = _native.read_entry_headers(str(self.pack_path), self.offsets.tobytes(), True)
-            except _native.PackFormatError as e:
-                raise CorruptPackError(e.args[0], e.args[1], str(self.pack_path)) from None
             self._object_sizes = np.frombuffer(out[5], dtype=np.uint64)
         return self._object_sizes
 
@@ -135,10 +134,8 @@ def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None
     if len(offsets):
         ends[:-1] = offsets[1:]
         ends[-1] = size - RAWSZ
-    try:
+    with pack_errors(pack_path):
         kinds_b, sizes_b, hlen_b, ofs_b, ids_b, _ = _native.read_entry_headers(str(pack_path), offsets.tobytes(), False)
-    except _native.PackFormatError as e:
-        raise CorruptPackError(e.args[0], e.args[1], str(pack_path)) from None
     kinds = np.frombuffer(kinds_b, dtype=np.uint8)
     sizes = np.frombuffer(sizes_b, dtype=np.uint64)
     header_lens = np.frombuffer(hlen_b, dtype=np.uint8)

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from packorder import _native
 from packorder.errors import CorruptPackError
+from packorder.native_call import pack_errors
 
 PACK_MAGIC = b"PACK"
 HEADER_LEN = 12
@@ -47,10 +48,8 @@ def entry_header(kind: int, size: int, ofs_distance: int | None = None) -> bytes
 
 def parse_entry_header(buf: bytes, offset: int) -> EntryHeader | None:
     """Parse the header of the entry at pack offset `offset`; None if `buf` is too short."""
-    try:
+    with pack_errors():
         parsed = _native.parse_entry_header(buf, offset)
-    except _native.PackFormatError as e:
-        raise CorruptPackError(*e.args) from None
     return None if parsed is None else EntryHeader(*parsed)
 
 
