@@ -13,7 +13,7 @@ import pytest
 from gitrepo import Repo, build_history, git, git_env
 
 import packorder
-from packorder.errors import PackError, RepositoryError
+from packorder.errors import CorruptPackError, PackError, RepositoryError
 from packorder.format import layout
 
 CRASH_POINTS = [
@@ -658,8 +658,13 @@ def test_a_wrong_new_delta_is_caught_by_produced_and_full_not_by_crc(
         packorder.repack(work, no_reuse_delta=True, verify=verify)
         assert subprocess.run(["git", "-C", str(work), "fsck", "--full"], capture_output=True).returncode != 0
         return
-    with pytest.raises(PackError, match="fails verification"):
+    with pytest.raises(CorruptPackError, match="new pack fails verification") as failed:
         packorder.repack(work, no_reuse_delta=True, verify=verify)
+    # The error names the new pack (by its temporary name) and, read entry by entry, the offset.
+    assert Path(failed.value.path).parent == work / ".git" / "objects" / "pack"
+    assert Path(failed.value.path).suffix == ".pack"
+    if verify == "produced":
+        assert isinstance(failed.value.offset, int) and failed.value.offset >= 12
     assert sorted(p.name for p in (work / ".git" / "objects" / "pack").iterdir()) == before
     git(work, "fsck", "--full")
 
