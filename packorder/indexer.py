@@ -153,19 +153,41 @@ def _hashes_to(kind_name: str, data: bytes, oid: bytes) -> bool:
         return False
 
 
+# Bases handed to the core at once: few calls, and little memory (256 KiB: 26.5-27 MiB peak on
+# a libgit2 thin pack, as before; 4 MiB cost 8 MiB more, above git index-pack's 28 MiB).
+THIN_BATCH_BYTES = 256 << 10
+
+
 def _fix_thin(run: _Run, git_dir: Path, level: int) -> int:
-    """Append every missing REF_DELTA base the repository has; returns how many."""
+    """Append every missing REF_DELTA base the repository has; returns how many. The bases
+    are read through one `git cat-file --batch` (pipelined), and appended and resolved in
+    the core a batch at a time, in Git's order (missing_bases)."""
+    wanted = run.native.missing_bases()
+    if not wanted:
+        return 0
     appended = 0
+    batch: list[tuple[bytes, int, bytes]] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal appended, batch, size
+        done, bad = run.call("fix_thin", run.native.append_bases, batch, level)
+        appended += done
+        if bad is not None:
+            raise RepositoryError(f"object {batch[bad][0].hex()} in the repository is corrupt")
+        batch, size = [], 0
+
     with gitcmd.ObjectReader(git_dir) as reader:
-        while (base := run.native.next_missing_base()) is not None:
-            found = reader.read(base.hex())
+        for oid_hex, found in reader.read_many([oid.hex() for oid in wanted]):
             if found is None:
-                continue
+                continue  # not in the repository either: left unresolved, and reported so
             kind_name, data = found
-            if not _hashes_to(kind_name, data, base):
-                raise RepositoryError(f"object {base.hex()} in the repository is corrupt")
-            run.call("fix_thin", run.native.append_base, TYPE_CODES[kind_name], data, level)
-            appended += 1
+            batch.append((bytes.fromhex(oid_hex), TYPE_CODES[kind_name], data))
+            size += len(data)
+            if size >= THIN_BATCH_BYTES:
+                flush()
+    if batch:
+        flush()
     return appended
 
 

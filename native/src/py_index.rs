@@ -1,7 +1,7 @@
 //! The Python face of the indexer: a handle whose long calls release the GIL, whose progress a
 //! Python thread can poll, and which can be cancelled from that thread.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use crate::entry::{is_delta, ObjectId, OBJ_COMMIT, OBJ_TAG};
 use crate::error::PackError;
+use crate::hash::object_id;
 use crate::progress::{Progress, PHASE_RESOLVING};
 use crate::resolve::{resolve, unresolved, Forest, ResolveOptions, ResolveStats};
 use crate::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES};
@@ -31,7 +32,8 @@ struct State {
     table: Option<Table>,
     forest: Option<Forest>,
     stats: ResolveStats,
-    asked_bases: HashSet<ObjectId>,
+    /// For each missing base, the REF_DELTA entries that name it (missing_bases).
+    wanting: HashMap<ObjectId, Vec<u32>>,
     appended: u32,
     /// Offsets of the entries read while resolving, in order, when tracing.
     trace: Vec<u64>,
@@ -110,7 +112,7 @@ impl PackIndexer {
                 table: None,
                 forest: None,
                 stats: ResolveStats::default(),
-                asked_bases: HashSet::new(),
+                wanting: HashMap::new(),
                 appended: 0,
                 trace: Vec::new(),
             }),
@@ -178,9 +180,10 @@ impl PackIndexer {
             .collect())
     }
 
-    /// The base id of the first unresolved REF_DELTA (pack order) not asked for before, as Git
-    /// completes a thin pack; None when every missing base has been asked for.
-    fn next_missing_base<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    /// The ids that unresolved REF_DELTA entries name, each once, in the pack order of the
+    /// first entry naming it: the order in which Git asks the repository for a thin pack's
+    /// bases. Remembers which entries want each, for append_bases.
+    fn missing_bases<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let mut st = self.lock();
         let st = &mut *st;
         let table = st.table.as_ref().ok_or_else(not_scanned)?;
@@ -191,46 +194,78 @@ impl PackIndexer {
             .map(|&(id, i)| (i, id))
             .collect();
         by_entry.sort_unstable();
-        for (_, id) in by_entry {
-            if st.asked_bases.insert(id) {
-                return Ok(Some(PyBytes::new(py, &id)));
+        st.wanting.clear();
+        let mut order = Vec::new();
+        for (entry, id) in by_entry {
+            let wanting = st.wanting.entry(id).or_default();
+            if wanting.is_empty() {
+                order.push(PyBytes::new(py, &id));
             }
+            wanting.push(entry);
         }
-        Ok(None)
+        Ok(order)
     }
 
-    /// Append a whole object as a base for the pack's REF_DELTAs and resolve what it unlocks.
-    fn append_base(&self, py: Python<'_>, kind: u8, data: &[u8], level: u32) -> PyResult<()> {
-        if !(OBJ_COMMIT..=OBJ_TAG).contains(&kind) {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "bad object type {kind}"
-            )));
-        }
+    /// Append each (id, type, data) of `bases` (read from the repository, in missing_bases'
+    /// order) that an unresolved entry still wants, as a whole object, and resolve what it
+    /// unlocks, as Git completes a thin pack: one base resolved may make a later one
+    /// unneeded. Returns (appended, None), or (appended so far, k) when `bases[k]` does not
+    /// hash to its id (a corrupt object in the repository), nothing of it written.
+    fn append_bases(
+        &self,
+        py: Python<'_>,
+        bases: Vec<(Vec<u8>, u8, Vec<u8>)>,
+        level: u32,
+    ) -> PyResult<(u32, Option<usize>)> {
         let progress = self.progress.clone();
         let mut st = self.lock();
         let st = &mut *st;
         let (Some(table), Some(forest)) = (st.table.as_mut(), st.forest.as_mut()) else {
             return Err(not_scanned());
         };
-        let (pack, opts, pool, detect, trace) = (
+        let (pack, opts, pool, detect, trace, wanting) = (
             &mut st.pack,
             &st.resolve_opts,
             &st.pool,
             st.detect_collisions,
             &mut st.trace,
+            &st.wanting,
         );
-        let stats = py
-            .detach(|| {
-                let idx = thin::append_object(pack, table, kind, data, level, detect)?;
-                let last = *forest.child_start.last().unwrap_or(&0);
-                forest.child_start.push(last);
-                forest.claimed.push(false);
-                resolve(pack, table, forest, &[idx], opts, &progress, pool, trace)
+        let (appended, bad, stats) = py
+            .detach(|| -> crate::error::Result<_> {
+                let mut stats = ResolveStats::default();
+                let mut appended = 0u32;
+                for (k, (id, kind, data)) in bases.iter().enumerate() {
+                    progress.check_cancelled()?;
+                    if !(OBJ_COMMIT..=OBJ_TAG).contains(kind) {
+                        return Err(PackError::general(format!("bad object type {kind}")));
+                    }
+                    let still_wanted = wanting.get(id.as_slice()).is_some_and(|entries| {
+                        entries.iter().any(|&i| table.real_kinds[i as usize] == 0)
+                    });
+                    if !still_wanted {
+                        continue;
+                    }
+                    let oid = object_id(*kind, data, detect, table.data_end)?;
+                    if oid.as_slice() != id.as_slice() {
+                        return Ok((appended, Some(k), stats));
+                    }
+                    let idx = thin::append_object(pack, table, *kind, data, oid, level)?;
+                    let last = *forest.child_start.last().unwrap_or(&0);
+                    forest.child_start.push(last);
+                    forest.claimed.push(false);
+                    add_stats(
+                        &mut stats,
+                        resolve(pack, table, forest, &[idx], opts, &progress, pool, trace)?,
+                    );
+                    appended += 1;
+                }
+                Ok((appended, None, stats))
             })
             .map_err(to_py_err)?;
         add_stats(&mut st.stats, stats);
-        st.appended += 1;
-        Ok(())
+        st.appended += appended;
+        Ok((appended, bad))
     }
 
     /// After appending bases: rewrite the header count and trailer; returns the new checksum.

@@ -4,20 +4,21 @@
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 
-use crate::entry::{encode_type_size, RAWSZ};
+use crate::entry::{encode_type_size, ObjectId, RAWSZ};
 use crate::error::{PackError, Result};
-use crate::hash::{object_id, FileChecksum};
+use crate::hash::FileChecksum;
 use crate::source::PackFile;
 use crate::table::Table;
 
-/// Append one whole object at the end of the entries (over the old trailer). Returns its index.
+/// Append one whole object, whose id is `oid`, at the end of the entries (over the old
+/// trailer). Returns its index.
 pub fn append_object(
     pack: &mut PackFile,
     table: &mut Table,
     kind: u8,
     data: &[u8],
+    oid: ObjectId,
     level: u32,
-    detect_collisions: bool,
 ) -> Result<u32> {
     let offset = table.data_end;
     let mut entry = Vec::with_capacity(data.len() / 2 + 32);
@@ -38,9 +39,7 @@ pub fn append_object(
     table.header_lens.push(header_len as u8);
     table.sizes.push(data.len() as u64);
     table.crcs.push(crc32fast::hash(&entry));
-    table
-        .oids
-        .push(object_id(kind, data, detect_collisions, offset)?);
+    table.oids.push(oid);
     table.real_kinds.push(kind);
     table.data_end = offset + entry.len() as u64;
     pack.len = table.data_end;
