@@ -1,5 +1,5 @@
 """`packorder experiment`: copy a repository once per order, repack each copy in its order with
-the same deltas, run every workload on each copy, and report (DESIGN §1, item 4).
+the same deltas, run every workload on each copy, and report (docs/design.md, section 1).
 
 Only the order differs between copies: each copy is repacked with its stored deltas reused and
 no delta search (`window=0`), verified by CRC, without a bitmap. Every workload runs with the
@@ -22,7 +22,6 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +30,7 @@ from packorder.names import names
 from packorder.order_catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import throttle
+from packorder.study_result import Agreement, ExperimentResult, OrderRun
 
 if TYPE_CHECKING:
     from packorder.seek.workloads import WorkloadSpec
@@ -40,62 +40,6 @@ DEFAULT_ORDERS = ("recency", "history")
 DEFAULT_WORKLOADS = ("log", "log-path", "blame", "pack-recent", "index-pack")
 
 Note = Callable[[str], None]
-
-
-@dataclass
-class OrderRun:
-    """One copy: its order, its packs, and every workload measured on it."""
-
-    order: str
-    git_dir: Path  # the copy (removed after the experiment unless kept)
-    pack_bytes: int
-    packs: int
-    objects: int
-    deltas: int  # delta entries (reused ones, in a repacked copy)
-    repack_seconds: float
-    results: list = field(default_factory=list)  # SeekResult per workload, cold/warm = medians
-    cold: dict[str, list[float]] = field(default_factory=dict)  # workload name -> each run
-    warm: dict[str, list[float]] = field(default_factory=dict)
-
-
-@dataclass
-class Agreement:
-    """A measured share of seeks under the threshold beside the simulator's for that order."""
-
-    workload: str
-    view: str
-    order: str
-    measured: float
-    simulated: float
-
-    @property
-    def difference(self) -> float:
-        return self.simulated - self.measured
-
-
-@dataclass
-class ExperimentResult:
-    repository: Path
-    output_dir: Path
-    report: Path
-    plots: list[Path]
-    workloads: list[WorkloadSpec]  # paths resolved
-    orders: list[OrderRun]
-    reference: str | None  # the order whose traces the simulator re-laid
-    simulated: list  # SimulatedResult per workload and simulated order
-    agreement: list[Agreement]
-    runs: int
-    cold_iops: int | None
-    threshold: int
-    git_version: str
-    load_before: tuple[float, float, float]
-    load_after: tuple[float, float, float]
-    seconds: float
-    kept: Path | None  # the work directory, when kept
-    warnings: list[str] = field(default_factory=list)  # what the figures cannot show (seek/caveats.py)
-
-    def run(self, order: str) -> OrderRun:
-        return next(r for r in self.orders if r.order == order)
 
 
 def parse_workloads(items: str | Sequence[str | WorkloadSpec]) -> list[WorkloadSpec]:

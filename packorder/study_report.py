@@ -16,7 +16,7 @@ from packorder.jsonable import to_jsonable
 from packorder.seek import columns
 from packorder.seek.analyze import size_label
 from packorder.seek.api import label_of
-from packorder.study import ExperimentResult
+from packorder.study_result import ExperimentResult
 
 
 def _pct(x: float | None) -> str:

@@ -81,7 +81,7 @@ fn scan_region(
     opts: &ScanOptions,
     progress: &Progress,
 ) -> Region {
-    let mut scanner = Scanner::new(pack, limit, opts);
+    let mut scanner = Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit);
     let mut table = Table::default();
     // Sized up front: growing by reallocation leaves the old blocks behind as heap fragments.
     table.reserve(expected);
@@ -140,7 +140,10 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
             let handles: Vec<_> = (1..threads)
                 .map(|i| {
                     let from = PACK_HEADER_LEN + span / threads as u64 * i as u64;
-                    s.spawn(move || Scanner::new(pack, limit, opts).find_boundary(from))
+                    s.spawn(move || {
+                        Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit)
+                            .find_boundary(from)
+                    })
                 })
                 .collect();
             handles
@@ -279,7 +282,9 @@ fn stitch(
                 break None;
             }
             // The chains have not met: continue sequentially from `cur`.
-            let sc = scanner.get_or_insert_with(|| Scanner::new(pack, limit, opts));
+            let sc = scanner.get_or_insert_with(|| {
+                Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit)
+            });
             cur = sc.entry(cur, &mut table)?;
             if table.len() as u64 >= count {
                 break None;
@@ -297,7 +302,9 @@ fn stitch(
     }
     // A region may have stopped at its split point without reaching the pack's end.
     while (table.len() as u64) < count && cur < limit {
-        let sc = scanner.get_or_insert_with(|| Scanner::new(pack, limit, opts));
+        let sc = scanner.get_or_insert_with(|| {
+            Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit)
+        });
         cur = sc.entry(cur, &mut table)?;
     }
     Ok((table, cur))

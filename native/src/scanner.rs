@@ -6,12 +6,11 @@ use crate::entry::{is_delta, parse_header, BaseRef, EntryHeader, MAX_HEADER_LEN,
 use crate::error::{PackError, Result};
 use crate::hash::ObjectHasher;
 use crate::inflate::{looks_like_zlib, Inflater};
-use crate::scan::ScanOptions;
 use crate::source::{PackFile, Window};
 use crate::table::Table;
 
 /// Entries whose inflated size exceeds this are inflated in a stream, never held whole here
-/// (the default; `ScanOptions::whole_limit` lowers it under a small memory budget).
+/// (the default; a scan's `whole_limit` lowers it under a small memory budget).
 pub const WHOLE_LIMIT: u64 = 32 << 20;
 /// The read window of the first pass.
 const WINDOW: usize = 1 << 20;
@@ -44,14 +43,21 @@ pub(crate) struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
-    pub(crate) fn new(pack: &'a PackFile, limit: u64, opts: &ScanOptions) -> Self {
+    /// A scanner of `pack` up to `limit`; entries inflating to more than `whole_limit` are
+    /// streamed.
+    pub(crate) fn new(
+        pack: &'a PackFile,
+        limit: u64,
+        detect_collisions: bool,
+        whole_limit: u64,
+    ) -> Self {
         Scanner {
             pack,
             window: Window::new(pack, limit, WINDOW),
             inflater: Inflater::new(),
             scratch: Vec::new(),
-            detect_collisions: opts.detect_collisions,
-            whole_limit: opts.whole_limit.min(WHOLE_LIMIT),
+            detect_collisions,
+            whole_limit: whole_limit.min(WHOLE_LIMIT),
         }
     }
 
