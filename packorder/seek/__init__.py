@@ -1,5 +1,5 @@
 """The analyzer: run a workload on a repository, record every pack entry it reads, and report
-how far those reads seek (DESIGN §4, "Analyzer").
+how far those reads seek (docs/design.md, section 1).
 
 Trace sources (`pack_access`, `pread`) produce a `trace.Trace`; `expand` turns Git's requests
 into the entries it reads; `stats` holds the pure statistics; `report` and `plot` render
