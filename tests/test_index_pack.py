@@ -342,12 +342,52 @@ def test_fix_thin_completes_pack_like_git(thin_setup: tuple[Repo, Path, bytes, s
         return sorted(line.split()[0] for line in lines if len(line.split()) >= 5 and len(line.split()[0]) == 40)
 
     assert objects(ours_pack.with_suffix(".idx")) == objects(theirs_pack.with_suffix(".idx"))
+    # The bases appended are Git's, in Git's order: every object at the same place in the pack.
+    assert pack_order(ours_pack) == pack_order(theirs_pack)
     # Git indexes our completed pack to exactly our idx and rev.
     want_idx, want_rev = git_index(ours_pack, tmp_path / "check")
     assert ours_pack.with_suffix(".idx").read_bytes() == want_idx
     assert ours_pack.with_suffix(".rev").read_bytes() == want_rev
     git(ours, "update-ref", "refs/heads/main", repo.run("rev-parse", "HEAD").decode().strip())
     git(ours, "fsck", "--full", "--strict")
+
+
+def pack_order(pack: Path) -> list[str]:
+    """The ids of `pack`'s objects in pack order."""
+    lines = git(pack.parent, "show-index", input=pack.with_suffix(".idx").read_bytes()).decode().splitlines()
+    return [oid for _, oid in sorted((int(line.split()[0]), line.split()[1]) for line in lines)]
+
+
+def test_fix_thin_refuses_a_base_that_is_not_its_id(thin_setup: tuple[Repo, Path, bytes, str], tmp_path: Path) -> None:
+    """A repository object whose content does not hash to its id (a loose file overwritten)
+    is not appended: one line names it, and nothing of the pack is left."""
+    import zlib
+
+    from packorder import _native
+
+    _, clone, thin, _ = thin_setup
+    pack = tmp_path / "thin.pack"
+    pack.write_bytes(thin)
+    probe = _native.PackIndexer(str(pack), 1, 1 << 26, 1 << 40, True, False)
+    probe.scan()
+    probe.resolve()
+    first = probe.missing_bases()[0].hex()
+    ours = tmp_path / "ours.git"
+    shutil.copytree(clone, ours)
+    # Every object loose, so that the overwritten file is the one Git reads.
+    (packed,) = (ours / "objects" / "pack").glob("*.pack")
+    data = packed.read_bytes()
+    for p in (ours / "objects" / "pack").iterdir():
+        p.unlink()
+    git(ours, "unpack-objects", "-q", input=data)
+    loose = ours / "objects" / first[:2] / first[2:]
+    kind = git(ours, "cat-file", "-t", first).decode().strip()
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(f"{kind} 6\0wrong\n".encode()))
+    proc = run_cli("index-pack", "--stdin", "--fix-thin", "--repo", str(ours), input=thin)
+    assert proc.returncode == 128
+    assert proc.stderr.decode() == f"fatal: object {first} in the repository is corrupt\n"
+    assert list((ours / "objects" / "pack").iterdir()) == []
 
 
 def test_thin_pack_without_fix_thin_fails(thin_setup: tuple[Repo, Path, bytes, str], tmp_path: Path) -> None:
