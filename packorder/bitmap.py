@@ -18,7 +18,8 @@ import numpy as np
 from packorder import _native
 from packorder.format.pack import OBJ_COMMIT, RAWSZ
 from packorder.native_call import pack_errors
-from packorder.repo import ObjectTable, Repository, keys, lookup, sort_keys
+from packorder.object_ids import keys, lookup, sort_keys
+from packorder.repo import ObjectTable, Repository
 from packorder.writer import WrittenPack
 
 RECENT = 100

@@ -31,7 +31,8 @@ import numpy as np
 from packorder import gitcmd
 from packorder.errors import RepositoryError
 from packorder.format.pack import OBJ_BLOB, RAWSZ
-from packorder.repo import ObjectTable, Repository, keys, lookup
+from packorder.object_ids import keys, lookup
+from packorder.repo import ObjectTable, Repository
 
 GITLINK_MODE = b"160000"
 

@@ -23,8 +23,9 @@ from packorder.families import chain_depths, roots_and_depths
 from packorder.format.layout import NO_BASE
 from packorder.format.pack import OBJ_TREE
 from packorder.native_call import pack_errors, run_job
+from packorder.object_ids import id_order, keys, lookup
 from packorder.progress import ProgressCallback
-from packorder.repo import LOOSE, ObjectTable, Repository, id_order, keys, lookup
+from packorder.repo import LOOSE, ObjectTable, Repository
 from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT
 
 

@@ -15,8 +15,9 @@ from packorder import midx as midx_mod
 from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import PackError
 from packorder.faults import crash_point
+from packorder.object_ids import keys, lookup, sort_keys
 from packorder.recovery import Journal
-from packorder.repo import ObjectTable, PackSource, Repository, keys, lookup, sort_keys
+from packorder.repo import ObjectTable, PackSource, Repository
 from packorder.writer import IndexFiles
 
 

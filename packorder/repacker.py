@@ -36,6 +36,7 @@ from packorder.errors import UsageError
 from packorder.faults import crash_point
 from packorder.format import mtimes as mtimes_format
 from packorder.layout import entry_sizes, write_order
+from packorder.object_ids import id_order, keys
 from packorder.order import ORDERS
 from packorder.progress import ProgressCallback
 from packorder.repack_options import RepackOptions, RepackRequest, read_options
@@ -45,8 +46,6 @@ from packorder.repo import (
     PackSource,
     Repository,
     enumerate_objects,
-    id_order,
-    keys,
     object_history,
     open_repository,
 )

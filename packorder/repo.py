@@ -21,6 +21,7 @@ from packorder.format import idx as idx_format
 from packorder.format import layout as layout_mod
 from packorder.format import mtimes as mtimes_format
 from packorder.format.pack import OBJ_COMMIT, RAWSZ
+from packorder.object_ids import id_order, keys, lookup, sort_keys
 
 LOOSE = -1
 
@@ -140,27 +141,6 @@ def open_repository(
     packs = _pack_sources(snapshot.local_packs, foreign=False) + _pack_sources(snapshot.foreign_packs, foreign=True)
     bare = config.get_bool("core.bare", git_dir.name != ".git")
     return Repository(git_dir, config, packs, _loose(snapshot.loose, snapshot.foreign_loose), bare)
-
-
-def keys(oids: np.ndarray) -> np.ndarray:
-    """Object ids as numpy 'S20' scalars, which sort and search in byte order (memcmp)."""
-    return np.ascontiguousarray(oids).view(f"S{RAWSZ}").ravel()
-
-
-def lookup(sorted_keys: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """Position of each of `want` in `sorted_keys` (its first copy), -1 where absent."""
-    found = _native.find_ids(np.ascontiguousarray(sorted_keys).tobytes(), np.ascontiguousarray(want).tobytes())
-    return np.frombuffer(found, dtype=np.int64).copy()
-
-
-def id_order(k: np.ndarray) -> np.ndarray:
-    """The permutation that sorts the keys `k`, equal keys in their order (a stable argsort,
-    several times faster than numpy's on 20-byte strings)."""
-    return np.frombuffer(_native.id_sort_order(np.ascontiguousarray(k).tobytes()), dtype=np.int64).copy()
-
-
-def sort_keys(k: np.ndarray) -> np.ndarray:
-    return k[id_order(k)]
 
 
 @dataclass

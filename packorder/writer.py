@@ -31,8 +31,9 @@ from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
 from packorder.native_call import INDEXING, RESOLVING, run_job
+from packorder.object_ids import id_order, keys
 from packorder.progress import ProgressCallback
-from packorder.repo import LOOSE, ObjectTable, Repository, id_order, keys
+from packorder.repo import LOOSE, ObjectTable, Repository
 
 COPY_WHOLE, COPY_DELTA, FROM_PACK, FROM_LOOSE, NEW_DELTA = 0, 1, 2, 3, 4
 

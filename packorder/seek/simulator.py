@@ -85,8 +85,9 @@ def plan(
 ) -> list[PlannedPack]:
     """Enumerate the repository once and plan the pack each order would write."""
     from packorder.layout import plan_layout
+    from packorder.object_ids import keys, lookup
     from packorder.order import ORDERS
-    from packorder.repo import LOOSE, enumerate_objects, keys, lookup, object_history, open_repository
+    from packorder.repo import LOOSE, enumerate_objects, object_history, open_repository
 
     orders = check_orders(orders, "simulate")
     repository = open_repository(repo)
@@ -144,7 +145,7 @@ def _as_pack(planned: PlannedLayout, kinds: np.ndarray, object_sizes: np.ndarray
 def relay(trace: Trace, layouts: Sequence[PackLayout], planned: PackLayout) -> tuple[Trace, list[PackLayout]]:
     """The requests of `trace` (located in `layouts`), each moved to the object's place in the
     planned pack (pack 0 of the result); objects the plan lacks stay in their own packs."""
-    from packorder.repo import keys, lookup
+    from packorder.object_ids import keys, lookup
 
     if trace.positions is None:
         trace = analyze.locate(trace, layouts)
