@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from packorder.errors import RepositoryError, UsageError
 from packorder.names import names
+from packorder.object_store import list_packs
 from packorder.order_catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import throttle
@@ -76,10 +77,6 @@ def copy_git_dir(source: Path, target: Path) -> None:
         info.write_text("\n".join(lines) + "\n")
 
 
-def _pack_files(git_dir: Path) -> list[Path]:
-    return sorted((git_dir / "objects" / "pack").glob("*.pack"))
-
-
 def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | None) -> OrderRun:
     from packorder.repacker import repack
 
@@ -92,7 +89,7 @@ def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | 
     if order == AS_IS:
         from packorder.format.layout import load
 
-        layouts = [load(p) for p in _pack_files(target) if p.with_suffix(".idx").is_file()]
+        layouts = [load(p) for p in list_packs(target / "objects" / "pack")]
         size = sum(layout.pack_path.stat().st_size for layout in layouts)
         deltas = sum(int(layout.is_delta.sum()) for layout in layouts)
         return OrderRun(order, target, size, len(layouts), sum(x.count for x in layouts), deltas, 0.0)

@@ -17,6 +17,7 @@ from packorder.errors import RepositoryError, UsageError
 from packorder.format.layout import PackLayout
 from packorder.format.layout import load as load_layout
 from packorder.gitcmd import Config, run
+from packorder.object_store import list_packs
 from packorder.progress import ProgressCallback
 from packorder.seek import choose, pack_access, pread, runner
 from packorder.seek.trace import Recording, concat
@@ -110,12 +111,6 @@ class Workload:
     command: runner.Command | None = None  # the git command, when a single one is traced
 
 
-def pack_files(git_dir: Path) -> list[Path]:
-    """The repository's own packs that have an index."""
-    packs = sorted((git_dir / "objects" / "pack").glob("*.pack"))
-    return [p for p in packs if p.with_suffix(".idx").is_file()]
-
-
 def pack_family(pack: Path) -> list[Path]:
     return [p for p in (pack.with_suffix(s) for s in (".pack", ".idx", ".rev")) if p.is_file()]
 
@@ -133,7 +128,7 @@ def build(
     workload: WorkloadSpec, git_dir: Path, git: str, config: Config, cache_limit: int, cwd: Path | None = None
 ) -> Workload:
     """The runnable workload for a resolved spec on the repository at `git_dir`."""
-    files = [f for pack in pack_files(git_dir) for f in pack_family(pack)]
+    files = [f for pack in list_packs(git_dir / "objects" / "pack") for f in pack_family(pack)]
     if workload.name == "index-pack":
         return _build_index_pack(workload, git_dir, git, config, cache_limit, files)
     hint = partial_clone_hint(git_dir)
@@ -188,7 +183,7 @@ def _index_pack_command(pack: Path, out_dir: Path, git: str, config: Config, cac
 def _build_index_pack(
     workload: WorkloadSpec, git_dir: Path, git: str, config: Config, cache_limit: int, files: list[Path]
 ) -> Workload:
-    packs = pack_files(git_dir)
+    packs = list_packs(git_dir / "objects" / "pack")
     if not packs:
         raise RepositoryError(f"{git_dir}: no pack to index")
     layouts: dict[Path, PackLayout] = {}
