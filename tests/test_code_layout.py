@@ -1,0 +1,57 @@
+"""Rules of the code's layout (docs/design.md): no import cycle among packorder's modules
+(imports under `if TYPE_CHECKING:` are annotations only and do not count), and no module
+over 500 lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "packorder"
+MAX_LINES = 500
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, modules: set[str]) -> set[str]:
+    """The packorder modules `path` imports when it runs (at its top or inside a function)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            node.body = []
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.add(full if full in modules else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m in modules and m != "packorder"} - {module_name(path)}
+
+
+def test_no_import_cycle() -> None:
+    paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {name: imports(path, set(paths)) for name, path in paths.items()}
+    state: dict[str, str] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = "open"
+        for dep in sorted(graph[name]):
+            if state.get(dep) == "open":
+                raise AssertionError("import cycle: " + " -> ".join([*trail[trail.index(dep) :], dep]))
+            if dep not in state:
+                visit(dep, [*trail, dep])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+
+
+def test_no_module_over_500_lines() -> None:
+    long = {module_name(p): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
