@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::pack_entries::PackEntries;
 use crate::source::PackFile;
 use crate::to_py_err;
-use crate::writer::Source;
 
 fn decode<T, const N: usize>(b: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
     b.chunks_exact(N)
@@ -48,10 +48,10 @@ pub(crate) type SourceArgs<'py> = (
 );
 
 /// Open and check one source pack: columns of one length, delta bases within the pack.
-pub(crate) fn source(args: SourceArgs<'_>) -> PyResult<Source> {
+pub(crate) fn source(args: SourceArgs<'_>) -> PyResult<PackEntries> {
     let (path, offsets, ends, header_lens, kinds, sizes, bases, crcs) = args;
     let pack = PackFile::open(&path, false).map_err(to_py_err)?;
-    let s = Source {
+    let s = PackEntries {
         pack,
         path,
         offsets: u64s(offsets.as_bytes()),

@@ -18,6 +18,7 @@ pub mod loose;
 pub mod nearness;
 pub mod object_check;
 pub mod object_read;
+pub mod pack_entries;
 pub mod progress;
 mod py_bitmap;
 mod py_delta;

@@ -14,7 +14,7 @@ use std::rc::Rc;
 use crate::delta::apply_delta_into;
 use crate::error::{PackError, Result};
 use crate::inflate::Inflater;
-use crate::writer::Source;
+use crate::pack_entries::PackEntries;
 
 /// Where an object is: `(source, pos)` with `source` an index into the packs, or `LOOSE` and
 /// `pos` an index into the loose paths.
@@ -28,7 +28,7 @@ pub const LOOSE: u32 = u32::MAX;
 
 /// Read-only inputs shared by every reader.
 pub struct Store {
-    pub packs: Vec<Source>,
+    pub packs: Vec<PackEntries>,
     /// Per pack and position: whether some entry of the pack is a delta against it.
     pub is_base: Vec<Vec<bool>>,
     pub loose: Vec<PathBuf>,
@@ -37,7 +37,7 @@ pub struct Store {
 }
 
 impl Store {
-    pub fn new(packs: Vec<Source>, loose: Vec<PathBuf>, object_limit: u64) -> Result<Store> {
+    pub fn new(packs: Vec<PackEntries>, loose: Vec<PathBuf>, object_limit: u64) -> Result<Store> {
         let mut is_base = Vec::with_capacity(packs.len());
         for p in &packs {
             let n = p.offsets.len();
@@ -141,46 +141,28 @@ impl<'a> Reader<'a> {
         Ok(data)
     }
 
-    fn source(&self, s: u32) -> Result<&'a Source> {
+    fn source(&self, s: u32) -> Result<&'a PackEntries> {
         self.store
             .packs
             .get(s as usize)
             .ok_or_else(|| PackError::general("bad pack index"))
     }
 
-    fn corrupt(src: &Source, pos: usize, what: &str) -> PackError {
-        PackError::at(
-            src.offsets[pos],
-            format!("{} is corrupt: {what}", src.path.display()),
-        )
-    }
-
-    /// Inflate entry `pos` of source `s` into `out` (object data or delta data).
+    /// Inflate entry `pos` of source `s` (object data or, `into_delta`, delta data).
     fn inflate(&mut self, s: u32, pos: usize, into_delta: bool) -> Result<Vec<u8>> {
         let src = self.source(s)?;
-        let size = src.sizes[pos];
-        if size > self.store.object_limit {
-            return Err(Self::corrupt(
-                src,
-                pos,
-                &format!("an entry of {size} bytes does not fit in memory"),
-            ));
-        }
-        let start = src.offsets[pos] + u64::from(src.header_lens[pos]);
-        let end = src.ends[pos];
-        if end < start {
-            return Err(Self::corrupt(src, pos, "entry ends before its header"));
-        }
-        self.raw.resize((end - start) as usize, 0);
-        src.pack.read_exact_at(&mut self.raw, start)?;
         let mut out = if into_delta {
             std::mem::take(&mut self.delta)
         } else {
             Vec::new()
         };
-        self.inflater
-            .inflate_into(&self.raw, size as usize, &mut out)
-            .map_err(|f| Self::corrupt(src, pos, &f.describe(size)))?;
+        src.inflate(
+            pos,
+            &mut self.inflater,
+            &mut self.raw,
+            &mut out,
+            self.store.object_limit,
+        )?;
         self.stats.inflated += 1;
         if self.raw.capacity() > 1 << 22 {
             self.raw = Vec::new();
@@ -207,11 +189,7 @@ impl<'a> Reader<'a> {
             let b = src.bases[cur];
             if b < 0 {
                 if crate::entry::is_delta(src.kinds[cur]) {
-                    return Err(Self::corrupt(
-                        src,
-                        cur,
-                        "delta whose base is not in its pack",
-                    ));
+                    return Err(src.corrupt(cur, "delta whose base is not in its pack"));
                 }
                 let data = Rc::new(self.inflate(s, cur, false)?);
                 self.keep(s, cur, &data);
@@ -219,7 +197,7 @@ impl<'a> Reader<'a> {
             }
             chain.push(cur);
             if chain.len() > src.offsets.len() {
-                return Err(Self::corrupt(src, pos, "delta cycle"));
+                return Err(src.corrupt(pos, "delta cycle"));
             }
             cur = b as usize;
         };

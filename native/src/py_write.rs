@@ -12,10 +12,11 @@ use crate::entry::{ObjectId, RAWSZ};
 use crate::error::PackError;
 use crate::object_check::check_objects;
 use crate::object_read::Store;
+use crate::pack_entries::PackEntries;
 use crate::progress::Progress;
 use crate::revlist::RevListParser;
 use crate::to_py_err;
-use crate::writer::{write_pack, Plan, Source};
+use crate::writer::{write_pack, Plan};
 
 fn bad_plan(what: &str) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(format!("bad pack plan: {what}"))
@@ -128,7 +129,7 @@ impl PackWriter {
         let srcs = sources
             .into_iter()
             .map(columns::source)
-            .collect::<PyResult<Vec<Source>>>()?;
+            .collect::<PyResult<Vec<PackEntries>>>()?;
         let plan = Plan {
             how: how.to_vec(),
             src: u32s(src),

@@ -12,8 +12,8 @@ use crate::entry::{encode_ofs, encode_type_size, ObjectId, OBJ_OFS_DELTA, OBJ_RE
 use crate::error::{PackError, Result};
 use crate::hash::FileChecksum;
 use crate::object_read::{Reader, Store};
+use crate::pack_entries::PackEntries;
 use crate::progress::Progress;
-use crate::source::PackFile;
 
 /// How one output entry is produced.
 pub const COPY_WHOLE: u8 = 0;
@@ -21,22 +21,6 @@ pub const COPY_DELTA: u8 = 1;
 pub const FROM_PACK: u8 = 2;
 pub const FROM_LOOSE: u8 = 3;
 pub const NEW_DELTA: u8 = 4;
-
-/// One existing pack as the plan refers to it: arrays in pack order.
-pub struct Source {
-    pub pack: PackFile,
-    pub path: PathBuf,
-    pub offsets: Vec<u64>,
-    pub ends: Vec<u64>,
-    pub header_lens: Vec<u8>,
-    pub kinds: Vec<u8>,
-    pub sizes: Vec<u64>,
-    /// Pack position of each entry's delta base, -1 for whole objects.
-    pub bases: Vec<i64>,
-    /// CRC32 of each raw entry from the source's index; empty for a v1 index, which has none
-    /// (then the final verification of the new pack is what catches a corrupt source).
-    pub crcs: Vec<u32>,
-}
 
 /// The plan, one element per output entry, in write order.
 pub struct Plan {
@@ -152,7 +136,7 @@ fn hash_and_write(
     Ok((file, sum))
 }
 
-fn src_err(src: &Source, offset: u64, what: &str) -> PackError {
+fn src_err(src: &PackEntries, offset: u64, what: &str) -> PackError {
     PackError::at(
         offset,
         format!(
@@ -189,7 +173,7 @@ impl Batch {
     }
 
     /// Read the copied entries of the plan from `first` on (up to the batch's limits).
-    fn fill(&mut self, first: usize, sources: &[Source], plan: &Plan) -> Result<()> {
+    fn fill(&mut self, first: usize, sources: &[PackEntries], plan: &Plan) -> Result<()> {
         let n = plan.how.len();
         let mut items: Vec<(u32, u64, u64, usize)> = Vec::new();
         let (mut i, mut bytes) = (first, 0u64);
@@ -237,7 +221,7 @@ impl Batch {
 /// Copy entry `pos` of `src`, whose bytes are `raw`, to the output; they must match the CRC
 /// in the source's index. With `skip_header`, the entry's own header is not copied.
 fn copy_read_entry(
-    src: &Source,
+    src: &PackEntries,
     pos: usize,
     raw: &[u8],
     skip_header: bool,
@@ -265,7 +249,7 @@ fn copy_read_entry(
 /// Copy entry `pos` of `src` to the output; the source's bytes must match its index's CRC.
 /// With `skip_header`, the entry's own header is not copied (a new one was written).
 fn copy_entry(
-    src: &Source,
+    src: &PackEntries,
     pos: usize,
     skip_header: bool,
     out: &mut Out,
@@ -431,7 +415,7 @@ pub fn write_pack(
 fn write_entries(
     path: &Path,
     mut out: Out<'_>,
-    sources: &[Source],
+    sources: &[PackEntries],
     plan: &Plan,
     progress: &Progress,
     count: u32,
