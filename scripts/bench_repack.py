@@ -42,7 +42,7 @@ gc` repacks) with packorder, which always does that; `--cruft-expiration DATE` p
 date to both. Without `--cruft`, `git repack -ad` drops unreachable packed objects, and the
 comparison is fair only on a repository that has none (a fresh clone).
 
-    scripts/bench_repack.py REPO [--runs 5] [--modes reuse,fresh] [--levels produced,crc,full]
+    scripts/bench_repack.py REPO [--runs 5] [--modes reuse,fresh] [--levels produced,crc,full] [--baseline PYTHON]
                            [--window 10] [--depth 50] [--threads N] [--cruft]
                            [--cruft-expiration DATE] [--drop-promisor] [--git-pack-objects]
                            [--git git] [--libgit2] [--gix PATH] [--dulwich] [--json FILE]
@@ -220,9 +220,10 @@ def commands(args: argparse.Namespace, copy: Path, variant: str, mode: str) -> l
             + [window, depth, threads]
         )
     verify = variant.split()[-1]
+    python = args.baseline if variant.startswith("baseline ") else sys.executable
     return (
         [
-            sys.executable,
+            python,
             "-c",
             "from packorder.launch import main; main()",
             "repack",
@@ -247,7 +248,10 @@ def bench(args: argparse.Namespace) -> dict:
         f"{version}; window {args.window}, depth {args.depth}, threads {args.threads}, {args.runs} runs each, "
         f"alternating; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
-    variants = [Variant(v, m) for m in args.modes for v in ("git", *(f"packorder {lv}" for lv in args.levels))]
+    ours = [f"packorder {lv}" for lv in args.levels]
+    if args.baseline:
+        ours += [f"baseline {lv}" for lv in args.levels]
+    variants = [Variant(v, m) for m in args.modes for v in ("git", *ours)]
     if args.libgit2 and "fresh" in args.modes:
         variants.append(Variant("libgit2", "fresh"))
     if args.gix and "reuse" in args.modes:
@@ -346,6 +350,11 @@ def main() -> None:
     ap.add_argument("--gix", metavar="PATH", help="reuse mode: also gitoxide's `gix free pack create`")
     ap.add_argument("--dulwich", action="store_true", help="reuse mode: also dulwich's gc (needs dulwich)")
     ap.add_argument("--git", default="git", help="git binary (default: git on PATH)")
+    ap.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="also run packorder from another installation (its python), as 'baseline LEVEL', to compare builds",
+    )
     ap.add_argument("--tmp", default=None, help="directory for the copies (default: the system's)")
     ap.add_argument("--json", type=Path, help="also write the raw runs here")
     args = ap.parse_args()
