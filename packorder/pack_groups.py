@@ -22,8 +22,8 @@ from packorder import writer as writer_mod
 from packorder.durable import temp_prefix
 from packorder.faults import crash_point
 from packorder.format import mtimes as mtimes_format
-from packorder.layout import write_order
 from packorder.object_ids import id_order, keys
+from packorder.placement import write_order
 from packorder.progress import ProgressCallback
 from packorder.repack_options import RepackOptions
 from packorder.repo import ObjectHistory, ObjectTable, PackSource, Repository

@@ -28,9 +28,9 @@ from packorder import recovery, space
 from packorder import snapshot as snapshot_mod
 from packorder.errors import UsageError
 from packorder.faults import crash_point
-from packorder.layout import entry_sizes, write_order
 from packorder.order import ORDERS
 from packorder.pack_groups import CRUFT, MIN_PACK_SIZE_LIMIT, PROMISOR, PackGroup
+from packorder.placement import entry_sizes, write_order
 from packorder.progress import ProgressCallback
 from packorder.repack_options import RepackOptions, RepackRequest, read_options
 from packorder.repo import (

@@ -11,7 +11,7 @@ import numpy as np
 
 from packorder import deltas as deltas_mod
 from packorder.errors import RepositoryError
-from packorder.layout import entry_sizes
+from packorder.placement import entry_sizes
 from packorder.repo import ObjectTable, Repository
 from packorder.units import human_size
 

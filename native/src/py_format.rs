@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::columns::u64s;
-use crate::{delta, entry, error, hash, layout, source, to_py_err};
+use crate::{delta, entry, entry_headers, error, hash, source, to_py_err};
 
 /// The id of an object of type `kind` (1-4) with content `data`.
 #[pyfunction]
@@ -122,7 +122,7 @@ pub(crate) fn read_entry_headers<'py>(
     let h = py
         .detach(|| {
             let pack = source::PackFile::open(&path, false)?;
-            layout::read_headers(&pack, &offs, object_sizes)
+            entry_headers::read_headers(&pack, &offs, object_sizes)
         })
         .map_err(to_py_err)?;
     let sizes: Vec<u8> = h.sizes.iter().flat_map(|v| v.to_ne_bytes()).collect();

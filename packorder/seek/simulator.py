@@ -41,7 +41,7 @@ from packorder.seek.trace import READS, REQUESTS, Trace
 from packorder.seek.workloads import WorkloadSpec
 
 if TYPE_CHECKING:
-    from packorder.layout import PlannedLayout
+    from packorder.placement import PlannedLayout
 
 PACK_HEADER = 12  # "PACK", version, count
 
@@ -84,9 +84,9 @@ def plan(
     repo: str | os.PathLike[str] | None, orders: Sequence[str], progress: ProgressCallback | None = None
 ) -> list[PlannedPack]:
     """Enumerate the repository once and plan the pack each order would write."""
-    from packorder.layout import plan_layout
     from packorder.object_ids import keys, lookup
     from packorder.order import ORDERS
+    from packorder.placement import plan_layout
     from packorder.repo import LOOSE, enumerate_objects, object_history, open_repository
 
     orders = check_orders(orders, "simulate")
