@@ -3,7 +3,6 @@
 
 pub mod access_log;
 pub mod bitmap;
-mod columns;
 pub mod delta;
 pub mod delta_create;
 pub mod delta_search;
@@ -11,7 +10,7 @@ pub mod entry;
 pub mod entry_headers;
 pub mod error;
 pub mod ewah;
-pub mod graph;
+pub mod families;
 pub mod hash;
 pub mod ids;
 pub mod inflate;
@@ -21,6 +20,7 @@ pub mod object_check;
 pub mod object_read;
 pub mod pack_entries;
 pub mod progress;
+mod py_arrays;
 mod py_bitmap;
 mod py_delta;
 mod py_format;

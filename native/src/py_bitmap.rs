@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::bitmap::{self, BitmapError, Input};
-use crate::columns::{i64s, u32s, u64s};
+use crate::py_arrays::{i64s, u32s, u64s};
 use crate::py_write::id_column;
 use crate::reach::{read_graph, Entries};
 use crate::source::PackFile;

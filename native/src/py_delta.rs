@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-use crate::columns::{self, i32s, i64s, u32s, u64s, SourceArgs};
 use crate::delta_create;
 use crate::delta_search::{search, Candidate, Options};
 use crate::object_read::{Locator, Store, LOOSE};
 use crate::progress::Progress;
+use crate::py_arrays::{self, i32s, i64s, u32s, u64s, SourceArgs};
 use crate::to_py_err;
 
 /// Progress phase of the delta search.
@@ -100,7 +100,7 @@ impl DeltaSearch {
     ) -> PyResult<Self> {
         let srcs = packs
             .into_iter()
-            .map(columns::source)
+            .map(py_arrays::source)
             .collect::<PyResult<Vec<_>>>()?;
         let store = Store::new(srcs, loose, object_limit).map_err(to_py_err)?;
         let sizes = u64s(sizes);

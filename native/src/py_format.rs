@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::columns::u64s;
+use crate::py_arrays::u64s;
 use crate::{delta, entry, entry_headers, error, hash, source, to_py_err};
 
 /// The id of an object of type `kind` (1-4) with content `data`.

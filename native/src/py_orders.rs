@@ -1,11 +1,11 @@
 //! The Python face of the traversals over delta forests that the write orders use
-//! (graph.rs).
+//! (families.rs).
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::columns::i64s;
-use crate::graph;
+use crate::families;
+use crate::py_arrays::i64s;
 
 fn check_nodes(values: &[i64], n: usize, what: &str) -> PyResult<()> {
     if values.iter().any(|&v| v < -1 || v >= n as i64) {
@@ -16,7 +16,7 @@ fn check_nodes(values: &[i64], n: usize, what: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// graph::add_families over native i64 arrays and one flag byte a node:
+/// families::add_families over native i64 arrays and one flag byte a node:
 /// returns (the nodes added as native i64s, the updated flags).
 #[pyfunction]
 pub(crate) fn add_families<'py>(
@@ -37,20 +37,20 @@ pub(crate) fn add_families<'py>(
     }
     let mut flags: Vec<bool> = filled.iter().map(|&b| b != 0).collect();
     let mut out = Vec::new();
-    graph::add_families(&roots, &start, &child, &mut flags, &mut out);
+    families::add_families(&roots, &start, &child, &mut flags, &mut out);
     let added: Vec<u8> = out.iter().flat_map(|v| v.to_ne_bytes()).collect();
     let flags: Vec<u8> = flags.iter().map(|&b| u8::from(b)).collect();
     pyo3::types::PyTuple::new(py, [PyBytes::new(py, &added), PyBytes::new(py, &flags)])
 }
 
-/// graph::roots_and_depths over a native i64 array of bases: (roots, depths), native i64s.
+/// families::roots_and_depths over a native i64 array of bases: (roots, depths), native i64s.
 #[pyfunction]
 pub(crate) fn chain_roots_depths<'py>(
     py: Python<'py>,
     base: &[u8],
 ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
     let base = i64s(base);
-    let (roots, depths) = graph::roots_and_depths(&base)
+    let (roots, depths) = families::roots_and_depths(&base)
         .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("delta cycle"))?;
     let encode = |v: &[i64]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
     pyo3::types::PyTuple::new(
@@ -62,7 +62,7 @@ pub(crate) fn chain_roots_depths<'py>(
     )
 }
 
-/// graph::bases_first over native i64 arrays.
+/// families::bases_first over native i64 arrays.
 #[pyfunction]
 pub(crate) fn bases_first<'py>(
     py: Python<'py>,
@@ -76,7 +76,7 @@ pub(crate) fn bases_first<'py>(
             "order out of range",
         ));
     }
-    let out = graph::bases_first(&order, &base)
+    let out = families::bases_first(&order, &base)
         .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("delta cycle"))?;
     Ok(PyBytes::new(
         py,

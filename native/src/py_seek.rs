@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::columns::{i32s, u64s};
+use crate::py_arrays::{i32s, u64s};
 use crate::{access_log, nearness};
 
 type AccessLogParts<'py> = (

@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use crate::columns::{self, i64s, u32s, u64s, Col, SourceArgs};
 use crate::entry::{ObjectId, RAWSZ};
 use crate::error::PackError;
 use crate::object_check::check_objects;
 use crate::object_read::Store;
 use crate::pack_entries::PackEntries;
 use crate::progress::Progress;
+use crate::py_arrays::{self, i64s, u32s, u64s, Col, SourceArgs};
 use crate::revlist::RevListParser;
 use crate::to_py_err;
 use crate::writer::{write_pack, Plan};
@@ -128,7 +128,7 @@ impl PackWriter {
     ) -> PyResult<Self> {
         let srcs = sources
             .into_iter()
-            .map(columns::source)
+            .map(py_arrays::source)
             .collect::<PyResult<Vec<PackEntries>>>()?;
         let plan = Plan {
             how: how.to_vec(),
@@ -252,7 +252,7 @@ impl ObjectCheck {
         budget: u64,
         object_limit: u64,
     ) -> PyResult<Self> {
-        let source = columns::source(pack)?;
+        let source = py_arrays::source(pack)?;
         let store = Store::new(vec![source], Vec::new(), object_limit).map_err(to_py_err)?;
         let targets = u64s(targets);
         let ids = id_column(ids, "check ids")?.to_vec();
