@@ -147,9 +147,12 @@ def repack(
         raise UsageError("a pack in output_dir gets no bitmap: a bitmap belongs beside the repository's own packs")
     if start is None:
         start = snapshot_mod.take(repo_path, lock=in_place, order=order, warn=warnings)
-    elif start.locked != in_place:
-        start.close()
-        raise UsageError("the snapshot given to repack must be locked exactly when it repacks in place")
+    else:
+        if start.locked != in_place:
+            start.close()
+            raise UsageError("the snapshot given to repack must be locked exactly when it repacks in place")
+        # Printed when the snapshot was taken (before this call); the result keeps them too.
+        warnings.seen.extend(start.warnings)
     with start:
         repo = open_repository(snapshot=start)
         opts = read_options(repo, request)

@@ -167,6 +167,7 @@ class Snapshot:
         self.unreleased_walk: ObjectWalk | None = None
         self.config: gitcmd.Config | None = None
         self.order = DEFAULT_ORDER  # the order whose walks were started
+        self.warnings: list[str] = []  # what taking it warned about (a lock taken over, leftovers)
 
     def __enter__(self) -> Snapshot:
         return self
@@ -247,8 +248,10 @@ def take(
             if lock is True:
                 snap.lock = lock_mod.acquire(snap.git_dir, notes.append)
             recovery.recover(snap.git_dir, notes.append)  # before the listing, which sees the result
-            if notes and warn is not None:
-                warn("; ".join(notes))
+            if notes:
+                snap.warnings.append("; ".join(notes))
+                if warn is not None:
+                    warn(snap.warnings[-1])
         _list(snap)
         promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)
         snap.walk = ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER if needs.needs_intro else ())

@@ -4,6 +4,7 @@ next run one warning."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -61,6 +62,23 @@ def test_the_command_prints_that_warning_and_succeeds(work: Path) -> None:
     )
     assert proc.returncode == 0 and proc.stdout == ""
     assert proc.stderr.startswith("warning: took over ") and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("entry", ["packorder.cli", "packorder.launch"])
+def test_the_json_result_keeps_that_warning(work: Path, entry: str) -> None:
+    """Whether the command line took the lock itself or before it loaded (launch.py's early
+    walk), the warning is printed once and is in --json's warnings."""
+    (work / ".git" / "gc.pid").write_text(f"{dead_pid()} {socket.gethostname()}")
+    proc = subprocess.run(
+        [sys.executable, "-c", f"from {entry} import main; main()", "repack", "-q", "--json", str(work)],
+        capture_output=True,
+        text=True,
+        env=git_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("warning: took over ")
+    assert json.loads(proc.stdout)["warnings"] == [line.removeprefix("warning: ")]
 
 
 def test_a_live_holder_on_this_host_stops_the_repack(work: Path) -> None:
