@@ -21,7 +21,6 @@
 //! parallel when the budget has room for them (small objects in flight add at most threads ×
 //! 2 × big_threshold).
 
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,11 +30,13 @@ use crate::delta::{apply_delta, apply_delta_into, delta_sizes};
 use crate::entry::{is_delta, ObjectId};
 use crate::error::{PackError, Result};
 use crate::hash::object_id;
-use crate::inflate::{inflated_bound, InflateFailure, Inflater};
 use crate::progress::Progress;
 use crate::retain::{Base, Gate, KeptBases, Ticket};
 use crate::source::PackFile;
 use crate::table::{ref_children, Table};
+
+mod read;
+use read::{release_if_large, DELTA_BUF, RESULT_BUF};
 
 pub struct ResolveOptions {
     /// Record the offset of every entry read, in the order reads happen (all threads).
@@ -90,25 +91,6 @@ impl<T: Copy> Disjoint<T> {
     }
 }
 
-/// Per-thread buffers above this size are freed after use rather than kept for the next
-/// (128 KiB: peak RSS about 1 MiB lower than with 1 MiB on libgit2 and redis, same speed).
-const KEEP_BUFFER_LIMIT: usize = 1 << 17;
-
-thread_local! {
-    static INFLATER: RefCell<Inflater> = RefCell::new(Inflater::new());
-    static READ_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    /// A delta's inflated data, needed only while it is applied.
-    static DELTA_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    /// A resolved object: copied out only when it has children to keep it for.
-    static RESULT_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-fn release_if_large(buf: &mut Vec<u8>) {
-    if buf.capacity() > KEEP_BUFFER_LIMIT {
-        *buf = Vec::new();
-    }
-}
-
 /// What resolving one delta left to do.
 struct Resolved<'g> {
     /// Its large-object admission, if one was taken.
@@ -150,113 +132,6 @@ impl<'a> Resolver<'a> {
 
     fn stopped(&self) -> bool {
         self.failed.load(Ordering::Relaxed) || self.progress.cancelled.load(Ordering::Relaxed)
-    }
-
-    /// Inflate entry `i`'s data (an object or a delta) from the pack.
-    fn inflate_entry(&self, i: usize) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.inflate_entry_into(i, &mut out)?;
-        Ok(out)
-    }
-
-    /// Inflate entry `i` into `out`, reusing its allocation.
-    fn inflate_entry_into(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
-        let (start, end) = self.table.stream_of(i);
-        let size = self.table.sizes[i];
-        let offset = self.table.offsets[i];
-        if let Some(t) = &self.trace {
-            t.lock().unwrap_or_else(|e| e.into_inner()).push(offset);
-        }
-        if size > self.opts.object_limit {
-            return Err(PackError::at(
-                offset,
-                format!("object of {size} bytes does not fit in memory"),
-            ));
-        }
-        let clen = end - start;
-        if size > inflated_bound(clen) {
-            return Err(PackError::at(
-                offset,
-                InflateFailure::Impossible.describe(size),
-            ));
-        }
-        // Large entries are inflated straight from the file, without a second (compressed)
-        // copy of them in memory.
-        if clen <= KEEP_BUFFER_LIMIT as u64 {
-            READ_BUF.with(|rb| -> Result<()> {
-                let mut rb = rb.borrow_mut();
-                if rb.len() < clen as usize {
-                    rb.resize(clen as usize, 0);
-                }
-                self.pack.read_exact_at(&mut rb[..clen as usize], start)?;
-                let used = INFLATER
-                    .with(|inf| {
-                        inf.borrow_mut()
-                            .inflate_into(&rb[..clen as usize], size as usize, out)
-                    })
-                    .map_err(|f| PackError::at(offset, f.describe(size)))?;
-                if used as u64 != clen {
-                    return Err(PackError::at(
-                        offset,
-                        "entry changed since it was first read",
-                    ));
-                }
-                if rb.len() > KEEP_BUFFER_LIMIT {
-                    *rb = Vec::new();
-                }
-                Ok(())
-            })
-        } else {
-            out.clear();
-            out.try_reserve_exact(size as usize).map_err(|_| {
-                PackError::at(
-                    offset,
-                    format!("cannot allocate {size} bytes for an object"),
-                )
-            })?;
-            // The first pass inflated this entry to exactly `size` bytes: the size is true.
-            self.inflate_streaming(start, end, offset, size, out)
-        }
-    }
-
-    /// Inflate an entry from the file into `out` (empty, with room for its size), in pieces.
-    fn inflate_streaming(
-        &self,
-        start: u64,
-        end: u64,
-        offset: u64,
-        size: u64,
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        let mut stream = flate2::Decompress::new(true);
-        let mut input = vec![0u8; 1 << 20];
-        let mut pos = start;
-        while pos < end {
-            let n = self.pack.read_upto(&mut input, pos, end)?;
-            let mut taken = 0;
-            while taken < n {
-                let (in0, out0) = (stream.total_in(), stream.total_out() as usize);
-                let status = stream
-                    .decompress_vec(&input[taken..n], out, flate2::FlushDecompress::None)
-                    .map_err(|e| PackError::at(offset, format!("corrupt zlib stream: {e}")))?;
-                let took = (stream.total_in() - in0) as usize;
-                taken += took;
-                if status == flate2::Status::StreamEnd {
-                    break;
-                }
-                if took == 0 && stream.total_out() as usize == out0 {
-                    return Err(PackError::at(offset, "corrupt zlib stream"));
-                }
-            }
-            pos += n as u64;
-        }
-        if out.len() as u64 != size || stream.total_in() != end - start {
-            return Err(PackError::at(
-                offset,
-                "entry changed since it was first read",
-            ));
-        }
-        Ok(())
     }
 
     /// The data of `base`, rebuilt from the nearest ancestor still holding its data if evicted.
