@@ -384,8 +384,13 @@ def sample_cmd(
     if as_json:
         print_json(result)
     elif not quiet:
+
+        def count(n: int, noun: str, plural: str) -> str:
+            return f"{n} {noun if n == 1 else plural}"
+
         click.echo(
-            f"{result.path}: {result.commits} commits, {result.branches} branches, {result.tags} tags, "
+            f"{result.path}: {count(result.commits, 'commit', 'commits')}, "
+            f"{count(result.branches, 'branch', 'branches')}, {count(result.tags, 'tag', 'tags')}, "
             f"a pack of {human_size(result.pack_bytes)}"
         )
 

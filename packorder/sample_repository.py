@@ -258,7 +258,8 @@ def sample(
         raise UsageError("{commits} must be at least 2", params=("commits",))
     target = Path(path)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise UsageError(f"{target} already exists and is not an empty directory")
+        # As `git clone` refuses its destination.
+        raise RepositoryError(f"destination path '{target}' already exists and is not an empty directory")
     parent = target.resolve().parent
     if not parent.is_dir():
         raise RepositoryError(f"{parent} is not a directory")
@@ -269,7 +270,11 @@ def sample(
         tags = len(gitcmd.run(["tag"], work).stdout.split())
         branches = len(gitcmd.run(["branch"], work).stdout.splitlines())
         # fast-import writes objects as they come; Git's repack puts them in its order.
+        if progress is not None:
+            progress("Packing with git repack", 0, 1)
         gitcmd.run(["repack", "-a", "-d", "-q"], work)
+        if progress is not None:
+            progress("Packing with git repack", 1, 1)
         gitcmd.run(["symbolic-ref", "HEAD", "refs/heads/main"], work)
         pack_bytes = sum(p.stat().st_size for p in (work / "objects" / "pack").glob("*.pack"))
         if target.exists():

@@ -69,7 +69,7 @@ def test_refuses_a_directory_in_use_and_leaves_nothing(tmp_path: Path) -> None:
     used = tmp_path / "used"
     used.mkdir()
     (used / "keep").write_text("mine")
-    with pytest.raises(packorder.UsageError, match="already exists"):
+    with pytest.raises(packorder.RepositoryError, match=r"destination path .* already exists"):
         packorder.sample(used)
     assert [p.name for p in used.iterdir()] == ["keep"]
     with pytest.raises(packorder.UsageError, match="commits must be at least 2"):
@@ -86,7 +86,10 @@ def test_command_line(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["commits"] == 30
     proc = run_cli("sample", str(tmp_path / "s"), "--commits", "30")
-    assert proc.returncode == 129 and proc.stderr.startswith("error: ")
+    assert (
+        proc.returncode == 128
+        and proc.stderr == f"fatal: destination path '{tmp_path / 's'}' already exists and is not an empty directory\n"
+    )
     proc = run_cli("sample", str(tmp_path / "t"), "--commits", "1")
     assert proc.returncode == 129 and proc.stderr.startswith("error: --commits must be at least 2")
 
