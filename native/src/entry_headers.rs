@@ -2,7 +2,7 @@
 //! sizes, delta bases) as its index and a sequential read of the headers give it.
 
 use crate::delta::delta_sizes;
-use crate::entry::{is_delta, parse_header, BaseRef, MAX_HEADER_LEN, RAWSZ};
+use crate::entry::{is_delta, parse_header, BaseRef, EntryHeader, MAX_HEADER_LEN, RAWSZ};
 use crate::error::{PackError, Result};
 use crate::source::PackFile;
 
@@ -22,8 +22,7 @@ pub struct Headers {
 
 const CHUNK: usize = 4 << 20;
 
-/// Parse the entry headers at `offsets` (ascending). Reads the pack in large chunks, skipping
-/// none of it in between: one sequential pass is faster than a positioned read per entry.
+/// Parse the entry headers at `offsets` (ascending).
 pub fn read_headers(pack: &PackFile, offsets: &[u64], with_object_sizes: bool) -> Result<Headers> {
     let n = offsets.len();
     let mut h = Headers {
@@ -35,6 +34,65 @@ pub fn read_headers(pack: &PackFile, offsets: &[u64], with_object_sizes: bool) -
         object_sizes: Vec::with_capacity(n),
     };
     let mut stream = flate2::Decompress::new(true);
+    let limit = pack.len.saturating_sub(RAWSZ as u64);
+    each_header(pack, offsets, |off, head| {
+        let object_size = if !with_object_sizes {
+            0
+        } else if is_delta(head.kind) {
+            delta_result_size(pack, &mut stream, off + head.header_len as u64, limit, off)?
+        } else {
+            head.size
+        };
+        h.object_sizes.push(object_size);
+        h.kinds.push(head.kind);
+        h.sizes.push(head.size);
+        h.header_lens.push(head.header_len as u8);
+        match head.base {
+            BaseRef::Offset(b) => {
+                h.ofs_bases.push(b);
+                h.ref_ids.push([0; RAWSZ]);
+            }
+            BaseRef::Id(id) => {
+                h.ofs_bases.push(0);
+                h.ref_ids.push(id);
+            }
+            BaseRef::None => {
+                h.ofs_bases.push(0);
+                h.ref_ids.push([0; RAWSZ]);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(h)
+}
+
+/// The stored type, data size and header length of the entries at `offsets` (ascending):
+/// what reading an entry needs, and no more (the bitmap reads a new pack's whole graph with
+/// these beside everything else it holds).
+pub fn read_entry_shapes(pack: &PackFile, offsets: &[u64]) -> Result<(Vec<u8>, Vec<u64>, Vec<u8>)> {
+    let n = offsets.len();
+    let (mut kinds, mut sizes, mut header_lens) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    each_header(pack, offsets, |_, head| {
+        kinds.push(head.kind);
+        sizes.push(head.size);
+        header_lens.push(head.header_len as u8);
+        Ok(())
+    })?;
+    Ok((kinds, sizes, header_lens))
+}
+
+/// Call `f` with the header of each entry at `offsets` (ascending). Reads the pack in large
+/// chunks, skipping none of it in between: one sequential pass is faster than a positioned
+/// read per entry.
+fn each_header(
+    pack: &PackFile,
+    offsets: &[u64],
+    mut f: impl FnMut(u64, &EntryHeader) -> Result<()>,
+) -> Result<()> {
     let limit = pack.len.saturating_sub(RAWSZ as u64);
     let mut buf = vec![0u8; CHUNK + MAX_HEADER_LEN];
     let mut start = u64::MAX;
@@ -65,33 +123,9 @@ pub fn read_headers(pack: &PackFile, offsets: &[u64], with_object_sizes: bool) -
         let from = (off - start) as usize;
         let head = parse_header(&buf[from..filled], off)?
             .ok_or_else(|| PackError::at(off, "entry header is cut off by the end of the pack"))?;
-        let object_size = if !with_object_sizes {
-            0
-        } else if is_delta(head.kind) {
-            delta_result_size(pack, &mut stream, off + head.header_len as u64, limit, off)?
-        } else {
-            head.size
-        };
-        h.object_sizes.push(object_size);
-        h.kinds.push(head.kind);
-        h.sizes.push(head.size);
-        h.header_lens.push(head.header_len as u8);
-        match head.base {
-            BaseRef::Offset(b) => {
-                h.ofs_bases.push(b);
-                h.ref_ids.push([0; RAWSZ]);
-            }
-            BaseRef::Id(id) => {
-                h.ofs_bases.push(0);
-                h.ref_ids.push(id);
-            }
-            BaseRef::None => {
-                h.ofs_bases.push(0);
-                h.ref_ids.push([0; RAWSZ]);
-            }
-        }
+        f(off, &head)?;
     }
-    Ok(h)
+    Ok(())
 }
 
 /// The result size a delta declares, from the first inflated bytes of its zlib stream.

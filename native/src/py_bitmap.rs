@@ -6,6 +6,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::bitmap::{self, BitmapError, Input};
+use crate::entry_headers::read_entry_shapes;
+use crate::object_read::Store;
+use crate::pack_entries::PackEntries;
 use crate::py_arrays::{i64s, u32s, u64s};
 use crate::py_write::id_column;
 use crate::reach::{read_graph, Entries};
@@ -80,16 +83,34 @@ pub fn pack_bitmap<'py>(
         for (k, &i) in order.iter().enumerate() {
             index_pos[i as usize] = k as u32;
         }
+        // The reader rebuilds objects from the entries as stored: their headers, read here.
+        let (stored_kinds, sizes, header_lens) = read_entry_shapes(&pack, &offsets)?;
+        let store = Store::new(
+            vec![PackEntries {
+                pack,
+                path: pack_path.clone(),
+                offsets,
+                ends,
+                header_lens,
+                kinds: stored_kinds,
+                sizes,
+                bases,
+                crcs: Vec::new(),
+            }],
+            Vec::new(),
+            object_limit,
+        )?;
+        let written = &store.packs[0];
         let entries = Entries {
-            offsets: &offsets,
-            ends: &ends,
-            bases: &bases,
+            offsets: &written.offsets,
+            bases: &written.bases,
             kinds,
             sorted_ids: &sorted_ids,
             sorted_pos: &order,
             index_pos: &index_pos,
         };
-        let graph = read_graph(&pack, &entries, object_limit, &pool)?;
+        let graph = read_graph(&store, &entries, &pool)?;
+        drop(store);
         drop(sorted_ids);
         let input = Input {
             kinds,
