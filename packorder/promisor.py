@@ -4,12 +4,15 @@ then it is left to the promisor remote, as Git's repack leaves it."""
 
 from __future__ import annotations
 
-import re
-import subprocess
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from packorder import gitcmd
 from packorder.errors import RepositoryError
+from packorder.format.pack import OBJ_BLOB, RAWSZ
 
 if TYPE_CHECKING:
     from packorder.repo import Repository
@@ -29,37 +32,37 @@ def check_promised(repo: Repository, missing: list[bytes]) -> None:
 
 
 def promised_by_promisor_packs(repo: Repository, missing: list[bytes]) -> set[bytes]:
-    """Which of `missing` objects in promisor packs refer to (Git's is_promisor_object)."""
+    """Which of `missing` objects in promisor packs refer to (Git's is_promisor_object: a
+    commit's tree and parents, a tag's object, a tree's entries). Their blobs refer to
+    nothing and are not read; the others stream through one `cat-file --batch`."""
     want = set(missing)
     found: set[bytes] = set()
-    ids = [p.layout.oid_hex(i) for p in repo.packs if p.promisor for i in range(p.layout.count)]
-    proc = subprocess.run(
-        [gitcmd.GIT, "--git-dir", str(repo.git_dir), "cat-file", "--batch"],
-        input="\n".join(ids).encode() + b"\n",
-        capture_output=True,
-        env=gitcmd.git_env(),
-    )
-    data = proc.stdout
-    at = 0
-    while at < len(data):
-        nl = data.index(b"\n", at)
-        head = data[at:nl].split()
-        at = nl + 1
-        if len(head) < 3:
-            continue
-        size = int(head[2])
-        body = data[at : at + size]
-        at += size + 1
-        for hexid in re.findall(rb"[0-9a-f]{40}", body) if head[1] != b"tree" else []:
-            oid = bytes.fromhex(hexid.decode())
-            if oid in want:
-                found.add(oid)
-        if head[1] == b"tree":
-            i = 0
-            while i < len(body):
-                nul = body.index(b"\0", i)
-                oid = body[nul + 1 : nul + 21]
-                if oid in want:
-                    found.add(oid)
-                i = nul + 21
+    ids = [
+        p.layout.oid_hex(int(i))
+        for p in repo.packs
+        if p.promisor
+        for i in np.flatnonzero(p.layout.real_kinds() != OBJ_BLOB)
+    ]
+    with gitcmd.ObjectReader(repo.git_dir) as reader:
+        for _, got in reader.read_many(ids):
+            if got is not None:
+                found.update(oid for oid in references(*got) if oid in want)
     return found
+
+
+def references(kind: str, body: bytes) -> Iterator[bytes]:
+    """The ids an object names, as Git's is_promisor_object reads them."""
+    if kind == "tree":
+        at = 0
+        while (nul := body.find(b"\0", at)) != -1 and nul + 1 + RAWSZ <= len(body):
+            yield body[nul + 1 : nul + 1 + RAWSZ]
+            at = nul + 1 + RAWSZ
+        return
+    names = (b"tree", b"parent") if kind == "commit" else (b"object",) if kind == "tag" else ()
+    for line in body.split(b"\n"):
+        if not line:
+            break  # the header ends at the first empty line
+        field, _, value = line.partition(b" ")
+        if field in names and len(value) == 2 * RAWSZ:
+            with contextlib.suppress(ValueError):
+                yield bytes.fromhex(value.decode())

@@ -472,6 +472,39 @@ def test_partial_clone_keeps_a_promisor_pack(base_repo: Repo, tmp_path: Path) ->
     subprocess.run(["git", "-C", str(partial), "fsck", "--connectivity-only"], check=True, env=env, capture_output=True)
 
 
+def test_partial_clone_with_local_objects_takes_only_promised_ones_as_missing(base_repo: Repo, tmp_path: Path) -> None:
+    """Beside a promisor pack, a local commit (loose objects): the blobs the promisor pack's
+    trees name may be missing (promised); a blob nothing promises may not, and the repack
+    refuses before changing anything."""
+    upstream = tmp_path / "upstream.git"
+    git(None, "clone", "-q", "--bare", "--no-local", str(base_repo.path), str(upstream))
+    git(upstream, "config", "uploadpack.allowFilter", "true")
+    partial = tmp_path / "partial.git"
+    git(None, "clone", "-q", "--bare", "--filter=blob:none", f"file://{upstream}", str(partial))
+    env = {"GIT_NO_LAZY_FETCH": "1"}
+
+    def commit_with(entry: str, message: str) -> None:
+        listing = git(partial, "ls-tree", "HEAD", env_extra=env).decode()
+        tree = git(partial, "mktree", "--missing", input=(listing + entry).encode(), env_extra=env).decode().strip()
+        head = git(partial, "rev-parse", "HEAD").decode().strip()
+        new = git(partial, "commit-tree", tree, "-p", head, "-m", message, env_extra=env).decode().strip()
+        git(partial, "update-ref", "HEAD", new)
+
+    blob = git(partial, "hash-object", "-w", "--stdin", input=b"a local blob\n").decode().strip()
+    commit_with(f"100644 blob {blob}\tlocal.txt\n", "local")
+    assert list((partial / "objects").glob("[0-9a-f][0-9a-f]/*"))
+    result = packorder.repack(partial)
+    assert result.promisor
+    subprocess.run(["git", "-C", str(partial), "fsck", "--connectivity-only"], check=True, env={**git_env(), **env})
+
+    unknown = "1234567890abcdef1234567890abcdef12345678"
+    commit_with(f"100644 blob {unknown}\tnowhere.txt\n", "names a blob nothing promises")
+    before = sorted(p.name for p in (partial / "objects" / "pack").iterdir())
+    with pytest.raises(RepositoryError, match=f"object {unknown} is missing and not promised"):
+        packorder.repack(partial)
+    assert sorted(p.name for p in (partial / "objects" / "pack").iterdir()) == before
+
+
 def test_cli_reports_and_json(work: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "packorder.cli", "repack", "--json", "-q", str(work)], capture_output=True, env=git_env()
