@@ -32,6 +32,16 @@ pub(crate) fn i32s(b: &[u8]) -> Vec<i32> {
     decode(b, i32::from_ne_bytes)
 }
 
+/// `values` as bytes, each by `f` (`u64::to_ne_bytes` for a native-endian numpy array, which
+/// `np.frombuffer` reads back): the way back of `decode`.
+pub(crate) fn bytes_of<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * N);
+    for &v in values {
+        out.extend_from_slice(&f(v));
+    }
+    out
+}
+
 pub(crate) type Col<'py> = Bound<'py, PyBytes>;
 
 /// A source pack as Python describes it: (path, offsets u64, ends u64, header_lens u8,

@@ -12,7 +12,7 @@ use crate::delta_create;
 use crate::delta_search::{search, Candidate, Options};
 use crate::object_read::{Locator, Store, LOOSE};
 use crate::progress::Progress;
-use crate::py_arrays::{self, i32s, i64s, u32s, u64s, SourceArgs};
+use crate::py_arrays::{self, bytes_of, i32s, i64s, u32s, u64s, SourceArgs};
 use crate::to_py_err;
 
 /// Progress phase of the delta search.
@@ -188,7 +188,7 @@ impl DeltaSearch {
                 r
             })
             .map_err(to_py_err)?;
-        let bases: Vec<u8> = found.base.iter().flat_map(|b| b.to_ne_bytes()).collect();
+        let bases = bytes_of(&found.base, i64::to_ne_bytes);
         let deltas = PyList::empty(py);
         for d in found.deltas.into_iter().flatten() {
             deltas.append(PyBytes::new(py, &d))?;

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::py_arrays::u64s;
+use crate::py_arrays::{bytes_of, u64s};
 use crate::{delta, entry, entry_headers, error, hash, source, to_py_err};
 
 /// The id of an object of type `kind` (1-4) with content `data`.
@@ -125,14 +125,10 @@ pub(crate) fn read_entry_headers<'py>(
             entry_headers::read_headers(&pack, &offs, object_sizes)
         })
         .map_err(to_py_err)?;
-    let sizes: Vec<u8> = h.sizes.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    let bases: Vec<u8> = h.ofs_bases.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let sizes = bytes_of(&h.sizes, u64::to_ne_bytes);
+    let bases = bytes_of(&h.ofs_bases, u64::to_ne_bytes);
     let ids: Vec<u8> = h.ref_ids.iter().flatten().copied().collect();
-    let object_sizes: Vec<u8> = h
-        .object_sizes
-        .iter()
-        .flat_map(|v| v.to_ne_bytes())
-        .collect();
+    let object_sizes = bytes_of(&h.object_sizes, u64::to_ne_bytes);
     pyo3::types::PyTuple::new(
         py,
         [

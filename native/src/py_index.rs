@@ -14,6 +14,7 @@ use crate::entry::{is_delta, ObjectId, OBJ_COMMIT, OBJ_TAG};
 use crate::error::PackError;
 use crate::hash::object_id;
 use crate::progress::{Progress, PHASE_RESOLVING};
+use crate::py_arrays::bytes_of;
 use crate::resolve::{resolve, unresolved, Forest, ResolveOptions, ResolveStats};
 use crate::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES};
 use crate::source::PackFile;
@@ -330,8 +331,8 @@ impl PackIndexer {
     fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
         let st = self.lock();
         let table = st.table.as_ref().ok_or_else(not_scanned)?;
-        let offsets: Vec<u8> = table.offsets.iter().flat_map(|o| o.to_ne_bytes()).collect();
-        let sizes: Vec<u8> = table.sizes.iter().flat_map(|o| o.to_ne_bytes()).collect();
+        let offsets = bytes_of(&table.offsets, u64::to_ne_bytes);
+        let sizes = bytes_of(&table.sizes, u64::to_ne_bytes);
         let ids: Vec<u8> = table.oids.iter().flatten().copied().collect();
         let items = [
             PyBytes::new(py, &offsets),
@@ -347,13 +348,7 @@ impl PackIndexer {
     /// happened across threads; empty unless the indexer was made with trace=True.
     fn trace_offsets<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         let st = self.lock();
-        PyBytes::new(
-            py,
-            &st.trace
-                .iter()
-                .flat_map(|o| o.to_ne_bytes())
-                .collect::<Vec<u8>>(),
-        )
+        PyBytes::new(py, &bytes_of(&st.trace, u64::to_ne_bytes))
     }
 
     /// (phase, done, total); phases: 0 idle, 1 indexing, 2 resolving, 3 checksum.

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::families;
-use crate::py_arrays::i64s;
+use crate::py_arrays::{bytes_of, i64s};
 
 fn check_nodes(values: &[i64], n: usize, what: &str) -> PyResult<()> {
     if values.iter().any(|&v| v < -1 || v >= n as i64) {
@@ -38,7 +38,7 @@ pub(crate) fn add_families<'py>(
     let mut flags: Vec<bool> = filled.iter().map(|&b| b != 0).collect();
     let mut out = Vec::new();
     families::add_families(&roots, &start, &child, &mut flags, &mut out);
-    let added: Vec<u8> = out.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let added = bytes_of(&out, i64::to_ne_bytes);
     let flags: Vec<u8> = flags.iter().map(|&b| u8::from(b)).collect();
     pyo3::types::PyTuple::new(py, [PyBytes::new(py, &added), PyBytes::new(py, &flags)])
 }
@@ -52,12 +52,11 @@ pub(crate) fn chain_roots_depths<'py>(
     let base = i64s(base);
     let (roots, depths) = families::roots_and_depths(&base)
         .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("delta cycle"))?;
-    let encode = |v: &[i64]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
     pyo3::types::PyTuple::new(
         py,
         [
-            PyBytes::new(py, &encode(&roots)),
-            PyBytes::new(py, &encode(&depths)),
+            PyBytes::new(py, &bytes_of(&roots, i64::to_ne_bytes)),
+            PyBytes::new(py, &bytes_of(&depths, i64::to_ne_bytes)),
         ],
     )
 }
@@ -78,10 +77,5 @@ pub(crate) fn bases_first<'py>(
     }
     let out = families::bases_first(&order, &base)
         .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("delta cycle"))?;
-    Ok(PyBytes::new(
-        py,
-        &out.iter()
-            .flat_map(|v| v.to_ne_bytes())
-            .collect::<Vec<u8>>(),
-    ))
+    Ok(PyBytes::new(py, &bytes_of(&out, i64::to_ne_bytes)))
 }

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::py_arrays::{i32s, u64s};
+use crate::py_arrays::{bytes_of, i32s, u64s};
 use crate::{access_log, nearness};
 
 type AccessLogParts<'py> = (
@@ -18,8 +18,8 @@ type AccessLogParts<'py> = (
 #[pyfunction]
 pub(crate) fn parse_pack_access<'py>(py: Python<'py>, data: &[u8]) -> Option<AccessLogParts<'py>> {
     let log = py.detach(|| access_log::parse(data))?;
-    let index: Vec<u8> = log.index.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    let offsets: Vec<u8> = log.offsets.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let index = bytes_of(&log.index, i32::to_ne_bytes);
+    let offsets = bytes_of(&log.offsets, u64::to_ne_bytes);
     let paths = log.paths.iter().map(|p| PyBytes::new(py, p)).collect();
     Some((paths, PyBytes::new(py, &index), PyBytes::new(py, &offsets)))
 }

@@ -13,7 +13,7 @@ use crate::object_check::check_objects;
 use crate::object_read::Store;
 use crate::pack_entries::PackEntries;
 use crate::progress::Progress;
-use crate::py_arrays::{self, i64s, u32s, u64s, Col, SourceArgs};
+use crate::py_arrays::{self, bytes_of, i64s, u32s, u64s, Col, SourceArgs};
 use crate::revlist::RevListParser;
 use crate::to_py_err;
 use crate::writer::{write_pack, Plan};
@@ -63,7 +63,7 @@ impl RevList {
         self.0.finish().map_err(to_py_err)?;
         let p = std::mem::take(&mut self.0);
         let oids: Vec<u8> = p.oids.iter().flatten().copied().collect();
-        let hashes: Vec<u8> = p.name_hashes.iter().flat_map(|h| h.to_ne_bytes()).collect();
+        let hashes = bytes_of(&p.name_hashes, u32::to_ne_bytes);
         let named: Vec<u8> = p.has_name.iter().map(|&b| u8::from(b)).collect();
         let missing: Vec<u8> = p.missing.iter().flatten().copied().collect();
         PyTuple::new(
@@ -199,12 +199,8 @@ impl PackWriter {
                 r
             })
             .map_err(|e: PackError| to_py_err(e))?;
-        let offsets: Vec<u8> = written
-            .offsets
-            .iter()
-            .flat_map(|o| o.to_ne_bytes())
-            .collect();
-        let crcs: Vec<u8> = written.crcs.iter().flat_map(|c| c.to_be_bytes()).collect();
+        let offsets = bytes_of(&written.offsets, u64::to_ne_bytes);
+        let crcs = bytes_of(&written.crcs, u32::to_be_bytes);
         let items: [Py<PyAny>; 4] = [
             PyBytes::new(py, &offsets).into_any().unbind(),
             PyBytes::new(py, &crcs).into_any().unbind(),
@@ -330,12 +326,7 @@ fn sorted_ids<'a>(b: &'a [u8], what: &str) -> PyResult<&'a [ObjectId]> {
 pub fn find_ids<'py>(py: Python<'py>, sorted: &[u8], want: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
     let sorted = sorted_ids(sorted, "find_ids")?;
     let want = id_column(want, "find_ids")?;
-    let out: Vec<u8> = py.detach(|| {
-        crate::ids::find(sorted, want)
-            .into_iter()
-            .flat_map(i64::to_ne_bytes)
-            .collect()
-    });
+    let out = py.detach(|| bytes_of(&crate::ids::find(sorted, want), i64::to_ne_bytes));
     Ok(PyBytes::new(py, &out))
 }
 
