@@ -4,9 +4,11 @@ repository as it was; it is never left with a half-installed pack."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,16 +41,24 @@ def mount_tmpfs(where: Path, size: int) -> bool:
     return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)]).returncode == 0
 
 
-def test_every_size_from_too_small_to_enough(source: Path, tmp_path: Path) -> None:
+def listing(repo: Path) -> list[str]:
+    return sorted(str(p.relative_to(repo)) for p in repo.rglob("*"))
+
+
+def pack_bytes(repo: Path) -> int:
+    return sum(p.stat().st_size for p in (repo / "objects" / "pack").glob("*.pack"))
+
+
+def copies_on_small_disks(source: Path, tmp_path: Path, room: int) -> Iterator[tuple[int, Path, Path]]:
+    """(size, mount point, copy of `source`) on a tmpfs of each size from what `source` uses
+    to that plus `room`, 16 KiB apart, skipping sizes it does not fit in; each unmounted when
+    the next is asked for (or the loop ends). Skips the test without root."""
     probe = tmp_path / "probe"
     if not mount_tmpfs(probe, 1 << 20):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     subprocess.run(["umount", str(probe)], check=True)
     base = used_bytes(source)
-    packs = sum(p.stat().st_size for p in (source / "objects" / "pack").glob("*.pack"))
-    before = all_ids(source)
-    outcomes = {"refused": 0, "failed while writing": 0, "done": 0}
-    for size in range(base, base + 2 * packs + (256 << 10), 16 << 10):
+    for size in range(base, base + room, 16 << 10):
         mnt = tmp_path / f"disk{size}"
         assert mount_tmpfs(mnt, size)
         try:
@@ -57,7 +67,18 @@ def test_every_size_from_too_small_to_enough(source: Path, tmp_path: Path) -> No
                 shutil.copytree(source, repo)
             except OSError:
                 continue  # the repository itself does not fit
-            listing = sorted(str(p.relative_to(repo)) for p in repo.rglob("*"))
+            yield size, mnt, repo
+        finally:
+            subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_every_size_from_too_small_to_enough(source: Path, tmp_path: Path) -> None:
+    before = all_ids(source)
+    outcomes = {"refused": 0, "failed while writing": 0, "done": 0}
+    disks = copies_on_small_disks(source, tmp_path, 2 * pack_bytes(source) + (256 << 10))
+    with contextlib.closing(disks):
+        for size, mnt, repo in disks:
+            files = listing(repo)
             proc = subprocess.run(
                 [sys.executable, "-m", "packorder.cli", "repack", "-q", "--no-write-bitmap-index", str(repo)],
                 capture_output=True,
@@ -71,10 +92,8 @@ def test_every_size_from_too_small_to_enough(source: Path, tmp_path: Path) -> No
                 continue
             assert proc.returncode == 128, proc.stderr
             assert proc.stderr.count("\n") == 1 and str(mnt) in proc.stderr, proc.stderr
-            assert sorted(str(p.relative_to(repo)) for p in repo.rglob("*")) == listing, size
+            assert listing(repo) == files, size
             outcomes["refused" if "not enough space" in proc.stderr else "failed while writing"] += 1
-        finally:
-            subprocess.run(["umount", str(mnt)], check=True)
     assert outcomes["refused"] and outcomes["done"], outcomes
 
 
@@ -88,31 +107,17 @@ def test_a_disk_that_fills_while_writing_is_rolled_back(
     from packorder import space
     from packorder.errors import PackError
 
-    probe = tmp_path / "probe"
-    if not mount_tmpfs(probe, 1 << 20):
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    subprocess.run(["umount", str(probe)], check=True)
     monkeypatch.setattr(space, "check", lambda directory, need: None)
-    base = used_bytes(source)
-    packs = sum(p.stat().st_size for p in (source / "objects" / "pack").glob("*.pack"))
     failed = 0
-    for size in range(base, base + packs + (128 << 10), 16 << 10):
-        mnt = tmp_path / f"disk{size}"
-        assert mount_tmpfs(mnt, size)
-        try:
-            repo = mnt / "repo.git"
-            try:
-                shutil.copytree(source, repo)
-            except OSError:
-                continue
-            listing = sorted(str(p.relative_to(repo)) for p in repo.rglob("*"))
+    disks = copies_on_small_disks(source, tmp_path, pack_bytes(source) + (128 << 10))
+    with contextlib.closing(disks):
+        for size, mnt, repo in disks:
+            files = listing(repo)
             try:
                 packorder.repack(repo, write_bitmap=False)
             except (PackError, OSError) as e:
                 failed += 1
                 assert str(mnt) in str(e) or str(mnt) in str(getattr(e, "filename", "")), e
-                assert sorted(str(p.relative_to(repo)) for p in repo.rglob("*")) == listing, size
+                assert listing(repo) == files, size
             git(repo, "fsck", "--full")
-        finally:
-            subprocess.run(["umount", str(mnt)], check=True)
     assert failed
