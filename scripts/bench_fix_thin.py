@@ -18,27 +18,20 @@ OLD's objects (`git pack-objects --revs --stdout` given `OLD`, indexed into a ba
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench_repack import timed
 
 
 def run_one(command: list[str], thin: Path, repo: Path) -> tuple[float, int]:
     with thin.open("rb") as stdin:
-        start = time.perf_counter()
-        proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=repo)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if status != 0:
-        sys.exit(f"{' '.join(command)} failed in {repo}: {err.strip()}")
-    return seconds, usage.ru_maxrss * 1024
+        seconds, _, peak = timed(command, cwd=repo, stdin=stdin)
+    return seconds, peak
 
 
 def new_pack(repo: Path, before: set[str]) -> Path:

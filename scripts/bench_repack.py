@@ -61,6 +61,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 
 @dataclass
@@ -137,9 +138,10 @@ def prepare_copy(src: Path, dst: Path, git: str, drop_promisor: bool) -> None:
         subprocess.run([git, "--git-dir", str(git_dir_of(dst)), "config", key, value], check=True)
 
 
-def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, int]:
+def timed(cmd: list[str], cwd: Path | None = None, stdin: BinaryIO | None = None) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and peak RSS of `cmd` (a failure ends the benchmark)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
     assert proc.stderr is not None
     err = proc.stderr.read()  # drained while it runs, so the child never blocks on the pipe
     _, status, usage = os.wait4(proc.pid, 0)
