@@ -72,17 +72,12 @@ def compute(
     default on) adds each object's path-name hash."""
     plan = written.plan
     rows = plan.rows
-    n = len(rows)
-    ends = np.empty(n, dtype=np.uint64)
-    ends[:-1] = written.offsets[1:]
-    if n:
-        ends[-1] = written.size - RAWSZ
     selected = select_commits(table, rows, heads)
     with pack_errors(written.path, "cannot build the new pack's bitmap: "):
         data, bitmaps, xored, why, (stored, named) = _native.pack_bitmap(
             str(written.path),
             written.offsets.astype(np.uint64).tobytes(),
-            ends.tobytes(),
+            written.size - RAWSZ,
             plan.base.astype(np.int64).tobytes(),
             plan.kinds.astype(np.uint8).tobytes(),
             np.ascontiguousarray(plan.oids).tobytes(),

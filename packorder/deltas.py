@@ -197,7 +197,7 @@ def _pack_args(repo: Repository, used: list[int]) -> list[tuple]:
             (
                 str(repo.packs[s].path),
                 lay.offsets.astype(np.uint64).tobytes(),
-                lay.ends.astype(np.uint64).tobytes(),
+                lay.data_end,
                 lay.header_lens.astype(np.uint8).tobytes(),
                 lay.kinds.astype(np.uint8).tobytes(),
                 lay.sizes.astype(np.uint64).tobytes(),

@@ -142,7 +142,7 @@ def _source_args(repo: Repository, used: list[int]) -> list[tuple]:
             (
                 str(pack.path),
                 lay.offsets.astype(np.uint64).tobytes(),
-                lay.ends.astype(np.uint64).tobytes(),
+                lay.data_end,
                 lay.header_lens.astype(np.uint8).tobytes(),
                 lay.kinds.astype(np.uint8).tobytes(),
                 lay.sizes.astype(np.uint64).tobytes(),
@@ -352,7 +352,7 @@ def verify_produced(
         source = (
             str(written.path),
             written.offsets.astype(np.uint64).tobytes(),
-            _entry_ends(written).tobytes(),
+            written.size - RAWSZ,
             headers.header_lens.tobytes(),
             headers.kinds.tobytes(),
             headers.sizes.astype(np.uint64).tobytes(),

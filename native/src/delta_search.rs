@@ -31,10 +31,10 @@
 //! done.
 
 use std::collections::VecDeque;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use crate::delta_chain::Object;
 use crate::delta_create::DeltaIndex;
 use crate::error::{PackError, Result};
 use crate::object_read::{Locator, ReadStats, Reader, Store};
@@ -71,7 +71,7 @@ pub struct Found {
 
 struct Slot {
     cand: usize,
-    data: Option<Rc<Vec<u8>>>,
+    data: Option<Object>,
     index: Option<DeltaIndex>,
     depth: u32,
 }
@@ -96,7 +96,7 @@ struct ChunkSearch<'a, 'r> {
 }
 
 impl<'a> ChunkSearch<'a, '_> {
-    fn load(&mut self, slot: &mut Slot) -> Result<Rc<Vec<u8>>> {
+    fn load(&mut self, slot: &mut Slot) -> Result<Object> {
         if let Some(d) = &slot.data {
             return Ok(d.clone());
         }
@@ -283,7 +283,7 @@ pub fn search(
         let r = search.run(range, opts.window, progress, &mut found);
         found.tries = search.tries;
         progress.add(len % 64);
-        found.stats = reader.stats;
+        found.stats = reader.stats();
         if r.is_err() {
             failed.store(true, Ordering::Relaxed);
         }

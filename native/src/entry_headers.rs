@@ -4,12 +4,12 @@
 use crate::delta::delta_sizes;
 use crate::entry::{is_delta, parse_header, BaseRef, EntryHeader, MAX_HEADER_LEN, RAWSZ};
 use crate::error::{PackError, Result};
+use crate::pack_entries::Entries;
 use crate::source::PackFile;
 
+/// The entries (no CRCs, no base positions) with their delta bases as the headers name them.
 pub struct Headers {
-    pub kinds: Vec<u8>,
-    pub sizes: Vec<u64>,
-    pub header_lens: Vec<u8>,
+    pub entries: Entries,
     /// OFS_DELTA base offset, else 0.
     pub ofs_bases: Vec<u64>,
     /// REF_DELTA base id, else zeros.
@@ -23,19 +23,27 @@ pub struct Headers {
 const CHUNK: usize = 4 << 20;
 
 /// Parse the entry headers at `offsets` (ascending).
-pub fn read_headers(pack: &PackFile, offsets: &[u64], with_object_sizes: bool) -> Result<Headers> {
+pub fn read_headers(
+    pack: &PackFile,
+    offsets: Vec<u64>,
+    with_object_sizes: bool,
+) -> Result<Headers> {
     let n = offsets.len();
+    let limit = pack.len.saturating_sub(RAWSZ as u64);
     let mut h = Headers {
-        kinds: Vec::with_capacity(n),
-        sizes: Vec::with_capacity(n),
-        header_lens: Vec::with_capacity(n),
+        entries: Entries {
+            kinds: Vec::with_capacity(n),
+            sizes: Vec::with_capacity(n),
+            header_lens: Vec::with_capacity(n),
+            data_end: limit,
+            ..Entries::default()
+        },
         ofs_bases: Vec::with_capacity(n),
         ref_ids: Vec::with_capacity(n),
         object_sizes: Vec::with_capacity(n),
     };
     let mut stream = flate2::Decompress::new(true);
-    let limit = pack.len.saturating_sub(RAWSZ as u64);
-    each_header(pack, offsets, |off, head| {
+    each_header(pack, &offsets, |off, head| {
         let object_size = if !with_object_sizes {
             0
         } else if is_delta(head.kind) {
@@ -44,9 +52,9 @@ pub fn read_headers(pack: &PackFile, offsets: &[u64], with_object_sizes: bool) -
             head.size
         };
         h.object_sizes.push(object_size);
-        h.kinds.push(head.kind);
-        h.sizes.push(head.size);
-        h.header_lens.push(head.header_len as u8);
+        h.entries.kinds.push(head.kind);
+        h.entries.sizes.push(head.size);
+        h.entries.header_lens.push(head.header_len as u8);
         match head.base {
             BaseRef::Offset(b) => {
                 h.ofs_bases.push(b);
@@ -63,26 +71,30 @@ pub fn read_headers(pack: &PackFile, offsets: &[u64], with_object_sizes: bool) -
         }
         Ok(())
     })?;
+    h.entries.offsets = offsets;
     Ok(h)
 }
 
-/// The stored type, data size and header length of the entries at `offsets` (ascending):
-/// what reading an entry needs, and no more (the bitmap reads a new pack's whole graph with
-/// these beside everything else it holds).
-pub fn read_entry_shapes(pack: &PackFile, offsets: &[u64]) -> Result<(Vec<u8>, Vec<u64>, Vec<u8>)> {
+/// The entries at `offsets` (ascending) as stored, with no CRCs and no bases: what reading
+/// an entry needs, and no more (the bitmap reads a new pack's whole graph with these beside
+/// everything else it holds).
+pub fn read_entries(pack: &PackFile, offsets: Vec<u64>, data_end: u64) -> Result<Entries> {
     let n = offsets.len();
-    let (mut kinds, mut sizes, mut header_lens) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    each_header(pack, offsets, |_, head| {
-        kinds.push(head.kind);
-        sizes.push(head.size);
-        header_lens.push(head.header_len as u8);
+    let mut e = Entries {
+        kinds: Vec::with_capacity(n),
+        sizes: Vec::with_capacity(n),
+        header_lens: Vec::with_capacity(n),
+        data_end,
+        ..Entries::default()
+    };
+    each_header(pack, &offsets, |_, head| {
+        e.kinds.push(head.kind);
+        e.sizes.push(head.size);
+        e.header_lens.push(head.header_len as u8);
         Ok(())
     })?;
-    Ok((kinds, sizes, header_lens))
+    e.offsets = offsets;
+    Ok(e)
 }
 
 /// Call `f` with the header of each entry at `offsets` (ascending). Reads the pack in large

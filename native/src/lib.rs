@@ -4,6 +4,7 @@
 pub mod access_log;
 pub mod bitmap;
 pub mod delta;
+pub mod delta_chain;
 pub mod delta_create;
 pub mod delta_search;
 pub mod entry;

@@ -31,7 +31,10 @@ pub fn check_objects(
         .packs
         .first()
         .ok_or_else(|| PackError::general("no pack to check"))?;
-    if targets.iter().any(|&t| t as usize >= pack.offsets.len()) {
+    if targets
+        .iter()
+        .any(|&t| t as usize >= pack.entries.offsets.len())
+    {
         return Err(PackError::general("an entry to check is out of range"));
     }
     let threads = threads.clamp(1, targets.len().max(1));
@@ -75,7 +78,7 @@ fn check_range(
         if k % 256 == 0 {
             progress.check_cancelled()?;
         }
-        let offset = pack.offsets[pos as usize];
+        let offset = pack.entries.offsets[pos as usize];
         let data = reader.read_entry(0, pos as usize)?;
         let mut hasher = ObjectHasher::new(kinds[k], data.len() as u64, false);
         hasher.update(&data);

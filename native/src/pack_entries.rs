@@ -1,6 +1,7 @@
-//! One existing pack's entries as arrays in pack order: what the writer copies from, and
-//! what objects are read from for the delta search, the writer and the object check
-//! (object_read.rs). Reading and inflating one entry is done here, once.
+//! The entries of one pack, struct-of-arrays in pack (offset) order: the one shape shared by
+//! the indexer (which fills it while scanning a pack, table.rs adding what indexing finds
+//! out), the writer that copies from existing packs, the object reader (object_read.rs) and
+//! the bitmap's graph read. Reading and inflating one entry of an open pack is done here, once.
 
 use std::path::PathBuf;
 
@@ -8,27 +9,59 @@ use crate::error::{PackError, Result};
 use crate::inflate::Inflater;
 use crate::source::PackFile;
 
-/// One existing pack's entries, arrays in pack order.
+#[derive(Default)]
+pub struct Entries {
+    pub offsets: Vec<u64>,
+    /// Entry type as stored (1-4, 6 OFS_DELTA, 7 REF_DELTA).
+    pub kinds: Vec<u8>,
+    pub header_lens: Vec<u8>,
+    /// Inflated size of what the entry stores (the object, or its delta).
+    pub sizes: Vec<u64>,
+    /// CRC32 of each raw entry; empty when unknown (a v1 index has none; then the final
+    /// verification of a new pack is what catches a corrupt source).
+    pub crcs: Vec<u32>,
+    /// Pack position of each entry's delta base, -1 for whole objects; empty while the
+    /// indexer has not yet resolved bases (it keeps them as offsets and ids, see table.rs).
+    pub bases: Vec<i64>,
+    /// End of the last entry (start of the trailer).
+    pub data_end: u64,
+}
+
+impl Entries {
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// End offset of entry `i` (the next entry's start, or the trailer).
+    pub fn end_of(&self, i: usize) -> u64 {
+        self.offsets.get(i + 1).copied().unwrap_or(self.data_end)
+    }
+
+    /// Byte range of entry `i`'s zlib stream.
+    pub fn stream_of(&self, i: usize) -> (u64, u64) {
+        (
+            self.offsets[i] + u64::from(self.header_lens[i]),
+            self.end_of(i),
+        )
+    }
+}
+
+/// An existing pack, open, with its entries.
 pub struct PackEntries {
     pub pack: PackFile,
     pub path: PathBuf,
-    pub offsets: Vec<u64>,
-    pub ends: Vec<u64>,
-    pub header_lens: Vec<u8>,
-    pub kinds: Vec<u8>,
-    pub sizes: Vec<u64>,
-    /// Pack position of each entry's delta base, -1 for whole objects.
-    pub bases: Vec<i64>,
-    /// CRC32 of each raw entry from the source's index; empty for a v1 index, which has none
-    /// (then the final verification of the new pack is what catches a corrupt source).
-    pub crcs: Vec<u32>,
+    pub entries: Entries,
 }
 
 impl PackEntries {
     /// The error for entry `pos`, naming the pack.
     pub fn corrupt(&self, pos: usize, what: &str) -> PackError {
         PackError::at(
-            self.offsets[pos],
+            self.entries.offsets[pos],
             format!("{} is corrupt: {what}", self.path.display()),
         )
     }
@@ -44,15 +77,14 @@ impl PackEntries {
         out: &mut Vec<u8>,
         object_limit: u64,
     ) -> Result<()> {
-        let size = self.sizes[pos];
+        let size = self.entries.sizes[pos];
         if size > object_limit {
             return Err(self.corrupt(
                 pos,
                 &format!("an entry of {size} bytes does not fit in memory"),
             ));
         }
-        let start = self.offsets[pos] + u64::from(self.header_lens[pos]);
-        let end = self.ends[pos];
+        let (start, end) = self.entries.stream_of(pos);
         if end < start {
             return Err(self.corrupt(pos, "entry ends before its header"));
         }

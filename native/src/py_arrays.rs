@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::pack_entries::PackEntries;
+use crate::pack_entries::{Entries, PackEntries};
 use crate::source::PackFile;
 use crate::to_py_err;
 
@@ -44,12 +44,12 @@ pub(crate) fn bytes_of<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N
 
 pub(crate) type Col<'py> = Bound<'py, PyBytes>;
 
-/// A source pack as Python describes it: (path, offsets u64, ends u64, header_lens u8,
-/// kinds u8, sizes u64, bases i64, crcs u32 or empty), every array in pack order.
+/// A source pack as Python describes it: (path, offsets u64, end of its entries, header_lens
+/// u8, kinds u8, sizes u64, bases i64, crcs u32 or empty), every array in pack order.
 pub(crate) type SourceArgs<'py> = (
     PathBuf,
     Col<'py>,
-    Col<'py>,
+    u64,
     Col<'py>,
     Col<'py>,
     Col<'py>,
@@ -57,36 +57,46 @@ pub(crate) type SourceArgs<'py> = (
     Col<'py>,
 );
 
-/// Open and check one source pack: columns of one length, delta bases within the pack.
+/// Open and check one source pack: columns of one length, offsets ascending within its
+/// entries, delta bases within the pack.
 pub(crate) fn source(args: SourceArgs<'_>) -> PyResult<PackEntries> {
-    let (path, offsets, ends, header_lens, kinds, sizes, bases, crcs) = args;
+    let (path, offsets, data_end, header_lens, kinds, sizes, bases, crcs) = args;
     let pack = PackFile::open(&path, false).map_err(to_py_err)?;
-    let s = PackEntries {
+    let e = Entries {
+        offsets: u64s(offsets.as_bytes()),
+        kinds: kinds.as_bytes().to_vec(),
+        header_lens: header_lens.as_bytes().to_vec(),
+        sizes: u64s(sizes.as_bytes()),
+        crcs: u32s(crcs.as_bytes()),
+        bases: i64s(bases.as_bytes()),
+        data_end,
+    };
+    let n = e.offsets.len();
+    let lengths = [
+        e.header_lens.len(),
+        e.kinds.len(),
+        e.sizes.len(),
+        e.bases.len(),
+    ];
+    if lengths.iter().any(|&l| l != n) || !(e.crcs.is_empty() || e.crcs.len() == n) {
+        return Err(bad_source(&path, "columns differ in length"));
+    }
+    if e.offsets.windows(2).any(|w| w[0] >= w[1])
+        || e.offsets.last().is_some_and(|&o| o >= data_end)
+    {
+        return Err(bad_source(
+            &path,
+            "offsets not ascending within the entries",
+        ));
+    }
+    if e.bases.iter().any(|&b| b >= n as i64) {
+        return Err(bad_source(&path, "a delta base out of range"));
+    }
+    Ok(PackEntries {
         pack,
         path,
-        offsets: u64s(offsets.as_bytes()),
-        ends: u64s(ends.as_bytes()),
-        header_lens: header_lens.as_bytes().to_vec(),
-        kinds: kinds.as_bytes().to_vec(),
-        sizes: u64s(sizes.as_bytes()),
-        bases: i64s(bases.as_bytes()),
-        crcs: u32s(crcs.as_bytes()),
-    };
-    let n = s.offsets.len();
-    let lengths = [
-        s.ends.len(),
-        s.header_lens.len(),
-        s.kinds.len(),
-        s.sizes.len(),
-        s.bases.len(),
-    ];
-    if lengths.iter().any(|&l| l != n) || !(s.crcs.is_empty() || s.crcs.len() == n) {
-        return Err(bad_source(&s.path, "columns differ in length"));
-    }
-    if s.bases.iter().any(|&b| b >= n as i64) {
-        return Err(bad_source(&s.path, "a delta base out of range"));
-    }
-    Ok(s)
+        entries: e,
+    })
 }
 
 fn bad_source(path: &std::path::Path, what: &str) -> PyErr {

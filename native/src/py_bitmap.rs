@@ -6,12 +6,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::bitmap::{self, BitmapError, Input};
-use crate::entry_headers::read_entry_shapes;
+use crate::entry_headers::read_entries;
 use crate::object_read::Store;
 use crate::pack_entries::PackEntries;
 use crate::py_arrays::{i64s, u32s, u64s};
 use crate::py_write::id_column;
-use crate::reach::{read_graph, Entries};
+use crate::reach::{read_graph, Objects};
 use crate::source::PackFile;
 use crate::{to_py_err, PackFormatError};
 
@@ -24,7 +24,7 @@ type BitmapOutcome<'py> = (
 );
 
 /// The `.bitmap` of a pack just written and verified, from its entries in pack order (start
-/// offsets, data ends, base positions or -1, real types, ids, path-name hashes) and the pack
+/// offsets, where they end, base positions or -1, real types, ids, path-name hashes) and the pack
 /// positions of the commits to give a bitmap; `hash_cache` writes the path-name hashes.
 /// Returns (bytes, bitmaps, of them XORed, "", (edge targets stored, edges named)) or, when
 /// the pack names an object it does not hold (it cannot have a bitmap of its own),
@@ -35,7 +35,7 @@ pub fn pack_bitmap<'py>(
     py: Python<'py>,
     pack_path: PathBuf,
     offsets: &[u8],
-    ends: &[u8],
+    data_end: u64,
     bases: &[u8],
     kinds: &[u8],
     oids: &[u8],
@@ -46,22 +46,16 @@ pub fn pack_bitmap<'py>(
     threads: usize,
     object_limit: u64,
 ) -> PyResult<BitmapOutcome<'py>> {
-    let (offsets, ends, bases) = (u64s(offsets), u64s(ends), i64s(bases));
+    let (offsets, bases) = (u64s(offsets), i64s(bases));
     let (name_hashes, selected) = (u32s(name_hashes), u32s(selected));
     let oids = id_column(oids, "pack_bitmap")?;
     let n = kinds.len();
     let checksum: crate::entry::ObjectId = checksum.try_into().map_err(|_| {
         pyo3::exceptions::PyValueError::new_err("pack_bitmap: checksum of 20 bytes")
     })?;
-    if [
-        offsets.len(),
-        ends.len(),
-        bases.len(),
-        oids.len(),
-        name_hashes.len(),
-    ]
-    .iter()
-    .any(|&l| l != n)
+    if [offsets.len(), bases.len(), oids.len(), name_hashes.len()]
+        .iter()
+        .any(|&l| l != n)
         || bases.iter().any(|&b| b >= n as i64)
         || selected
             .iter()
@@ -84,32 +78,25 @@ pub fn pack_bitmap<'py>(
             index_pos[i as usize] = k as u32;
         }
         // The reader rebuilds objects from the entries as stored: their headers, read here.
-        let (stored_kinds, sizes, header_lens) = read_entry_shapes(&pack, &offsets)?;
+        let mut entries = read_entries(&pack, offsets, data_end)?;
+        entries.bases = bases;
         let store = Store::new(
             vec![PackEntries {
                 pack,
                 path: pack_path.clone(),
-                offsets,
-                ends,
-                header_lens,
-                kinds: stored_kinds,
-                sizes,
-                bases,
-                crcs: Vec::new(),
+                entries,
             }],
             Vec::new(),
             object_limit,
         )?;
-        let written = &store.packs[0];
-        let entries = Entries {
-            offsets: &written.offsets,
-            bases: &written.bases,
+        let objects = Objects {
+            entries: &store.packs[0].entries,
             kinds,
             sorted_ids: &sorted_ids,
             sorted_pos: &order,
             index_pos: &index_pos,
         };
-        let graph = read_graph(&store, &entries, &pool)?;
+        let graph = read_graph(&store, &objects, &pool)?;
         drop(store);
         drop(sorted_ids);
         let input = Input {

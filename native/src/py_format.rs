@@ -122,19 +122,19 @@ pub(crate) fn read_entry_headers<'py>(
     let h = py
         .detach(|| {
             let pack = source::PackFile::open(&path, false)?;
-            entry_headers::read_headers(&pack, &offs, object_sizes)
+            entry_headers::read_headers(&pack, offs, object_sizes)
         })
         .map_err(to_py_err)?;
-    let sizes = bytes_of(&h.sizes, u64::to_ne_bytes);
+    let sizes = bytes_of(&h.entries.sizes, u64::to_ne_bytes);
     let bases = bytes_of(&h.ofs_bases, u64::to_ne_bytes);
     let ids: Vec<u8> = h.ref_ids.iter().flatten().copied().collect();
     let object_sizes = bytes_of(&h.object_sizes, u64::to_ne_bytes);
     pyo3::types::PyTuple::new(
         py,
         [
-            PyBytes::new(py, &h.kinds),
+            PyBytes::new(py, &h.entries.kinds),
             PyBytes::new(py, &sizes),
-            PyBytes::new(py, &h.header_lens),
+            PyBytes::new(py, &h.entries.header_lens),
             PyBytes::new(py, &bases),
             PyBytes::new(py, &ids),
             PyBytes::new(py, &object_sizes),

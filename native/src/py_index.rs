@@ -159,7 +159,7 @@ impl PackIndexer {
             .detach(|| {
                 progress.start(PHASE_RESOLVING, table.delta_count() as u64);
                 let roots: Vec<u32> = (0..table.len())
-                    .filter(|&i| !is_delta(table.kinds[i]))
+                    .filter(|&i| !is_delta(table.entries.kinds[i]))
                     .map(|i| i as u32)
                     .collect();
                 let stats = resolve(pack, table, forest, &roots, opts, &progress, pool, trace);
@@ -177,7 +177,7 @@ impl PackIndexer {
         let table = st.table.as_ref().ok_or_else(not_scanned)?;
         Ok(unresolved(table)
             .into_iter()
-            .map(|i| table.offsets[i as usize])
+            .map(|i| table.entries.offsets[i as usize])
             .collect())
     }
 
@@ -247,7 +247,7 @@ impl PackIndexer {
                     if !still_wanted {
                         continue;
                     }
-                    let oid = object_id(*kind, data, detect, table.data_end)?;
+                    let oid = object_id(*kind, data, detect, table.entries.data_end)?;
                     if oid.as_slice() != id.as_slice() {
                         return Ok((appended, Some(k), stats));
                     }
@@ -307,13 +307,13 @@ impl PackIndexer {
         })?;
         let crcs = PyBytes::new_with(py, n * 4, |buf| {
             for (chunk, &i) in buf.chunks_exact_mut(4).zip(&order) {
-                chunk.copy_from_slice(&table.crcs[i as usize].to_be_bytes());
+                chunk.copy_from_slice(&table.entries.crcs[i as usize].to_be_bytes());
             }
             Ok(())
         })?;
         let offsets = PyBytes::new_with(py, n * 8, |buf| {
             for (chunk, &i) in buf.chunks_exact_mut(8).zip(&order) {
-                chunk.copy_from_slice(&table.offsets[i as usize].to_ne_bytes());
+                chunk.copy_from_slice(&table.entries.offsets[i as usize].to_ne_bytes());
             }
             Ok(())
         })?;
@@ -331,12 +331,12 @@ impl PackIndexer {
     fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
         let st = self.lock();
         let table = st.table.as_ref().ok_or_else(not_scanned)?;
-        let offsets = bytes_of(&table.offsets, u64::to_ne_bytes);
-        let sizes = bytes_of(&table.sizes, u64::to_ne_bytes);
+        let offsets = bytes_of(&table.entries.offsets, u64::to_ne_bytes);
+        let sizes = bytes_of(&table.entries.sizes, u64::to_ne_bytes);
         let ids: Vec<u8> = table.oids.iter().flatten().copied().collect();
         let items = [
             PyBytes::new(py, &offsets),
-            PyBytes::new(py, &table.kinds),
+            PyBytes::new(py, &table.entries.kinds),
             PyBytes::new(py, &table.real_kinds),
             PyBytes::new(py, &sizes),
             PyBytes::new(py, &ids),

@@ -162,7 +162,7 @@ impl PackWriter {
                 | crate::writer::COPY_DELTA
                 | crate::writer::FROM_PACK => srcs
                     .get(plan.src[i] as usize)
-                    .is_some_and(|s| (plan.pos[i] as usize) < s.offsets.len()),
+                    .is_some_and(|s| (plan.pos[i] as usize) < s.entries.offsets.len()),
                 crate::writer::FROM_LOOSE => (plan.src[i] as usize) < plan.loose.len(),
                 crate::writer::NEW_DELTA => (plan.src[i] as usize) < plan.new_deltas.len(),
                 _ => false,

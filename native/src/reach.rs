@@ -15,6 +15,7 @@ use crate::error::{PackError, Result};
 use crate::hash::{hex, parse_hex};
 use crate::ids::Finder;
 use crate::object_read::{Reader, Store};
+use crate::pack_entries::Entries;
 
 /// What one reading task's reader may keep of the objects it rebuilt. On git/git (a bitmap
 /// beside a reuse repack, 5 runs): 2 MiB rebuilt chains often enough to cost 12% more CPU,
@@ -22,12 +23,10 @@ use crate::object_read::{Reader, Store};
 /// of the family walk this replaced.
 const FAMILY_CACHE: u64 = 8 << 20;
 
-/// The entries of a pack, in pack order, as the graph needs them (the store of the reader
-/// has the pack itself).
-pub struct Entries<'a> {
-    pub offsets: &'a [u64],
-    /// Pack position of each delta's base, -1 for a whole object.
-    pub bases: &'a [i64],
+/// The objects of a pack as the graph needs them: its entries (those of the reader's store),
+/// and what the writer knows of them.
+pub struct Objects<'a> {
+    pub entries: &'a Entries,
     /// The object's real type.
     pub kinds: &'a [u8],
     /// Ids sorted, the pack position of each, and each pack position's place among them.
@@ -105,7 +104,7 @@ fn wanted(kind: u8) -> bool {
 }
 
 struct GraphReader<'a> {
-    e: &'a Entries<'a>,
+    e: &'a Objects<'a>,
     finder: Finder<'a>,
 }
 
@@ -152,7 +151,7 @@ impl GraphReader<'_> {
     fn edges(&self, i: usize, data: &[u8], rows: &mut Rows, seen: &mut Interner) -> Result<()> {
         let bad = |what: &str| {
             PackError::at(
-                self.e.offsets[i],
+                self.e.entries.offsets[i],
                 format!("{what} in object {}", hex(&self.id_of(i))),
             )
         };
@@ -327,22 +326,22 @@ impl Interner {
 
 /// Read the edges of every commit and tree in the pack, whose objects `store` (its one pack)
 /// reads.
-pub fn read_graph(store: &Store, entries: &Entries<'_>, pool: &rayon::ThreadPool) -> Result<Graph> {
-    let n = entries.kinds.len();
+pub fn read_graph(store: &Store, objects: &Objects<'_>, pool: &rayon::ThreadPool) -> Result<Graph> {
+    let n = objects.kinds.len();
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut roots = Vec::new();
     for i in 0..n {
-        if !wanted(entries.kinds[i]) {
+        if !wanted(objects.kinds[i]) {
             continue;
         }
-        match entries.bases[i] {
+        match objects.entries.bases[i] {
             b if b < 0 => roots.push(i),
             b => children[b as usize].push(i as u32),
         }
     }
     let graph_reader = GraphReader {
-        e: entries,
-        finder: Finder::new(entries.sorted_ids),
+        e: objects,
+        finder: Finder::new(objects.sorted_ids),
     };
     let families: Vec<Rows> = pool.install(|| {
         roots

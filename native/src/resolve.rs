@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-use crate::delta::{apply_delta, apply_delta_into, delta_sizes};
+use crate::delta::{apply_delta_into, delta_sizes};
 use crate::entry::{is_delta, ObjectId};
 use crate::error::{PackError, Result};
 use crate::hash::object_id;
@@ -134,48 +134,6 @@ impl<'a> Resolver<'a> {
         self.failed.load(Ordering::Relaxed) || self.progress.cancelled.load(Ordering::Relaxed)
     }
 
-    /// The data of `base`, rebuilt from the nearest ancestor still holding its data if evicted.
-    fn data_of(&self, base: &Arc<Base>) -> Result<Arc<Vec<u8>>> {
-        let mut chain: Vec<Arc<Base>> = Vec::new();
-        let mut cur = base.clone();
-        let mut data = loop {
-            let held = cur.data.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            if let Some(d) = held {
-                break d;
-            }
-            self.rebuilds.fetch_add(1, Ordering::Relaxed);
-            match cur.parent.clone() {
-                Some(p) => {
-                    chain.push(cur);
-                    cur = p;
-                }
-                None => {
-                    self.base_inflations.fetch_add(1, Ordering::Relaxed);
-                    let d = Arc::new(self.inflate_entry(cur.entry as usize)?);
-                    if cur.pending.load(Ordering::Relaxed) > 0 {
-                        self.kept.keep(&cur, d.clone());
-                    }
-                    break d;
-                }
-            }
-        };
-        while let Some(b) = chain.pop() {
-            let i = b.entry as usize;
-            self.delta_inflations.fetch_add(1, Ordering::Relaxed);
-            let delta = self.inflate_entry(i)?;
-            data = Arc::new(apply_delta(
-                &data,
-                &delta,
-                self.table.offsets[i],
-                self.opts.object_limit,
-            )?);
-            if b.pending.load(Ordering::Relaxed) > 0 {
-                self.kept.keep(&b, data.clone());
-            }
-        }
-        Ok(data)
-    }
-
     /// Claim the unresolved children of entry `i` (whose id is `id`): REF children first,
     /// then OFS children, as Git orders them.
     fn claim_children(&self, i: usize, id: &ObjectId) -> Vec<u32> {
@@ -207,7 +165,7 @@ impl<'a> Resolver<'a> {
         ci: usize,
         admit: bool,
     ) -> Result<(ObjectId, Option<Ticket<'_>>)> {
-        let offset = self.table.offsets[ci];
+        let offset = self.table.entries.offsets[ci];
         self.delta_inflations.fetch_add(1, Ordering::Relaxed);
         DELTA_BUF.with(|db| {
             RESULT_BUF.with(|rb| {
@@ -364,7 +322,7 @@ impl<'a> Resolver<'a> {
         if children.is_empty() {
             return;
         }
-        let size = self.table.sizes[r];
+        let size = self.table.entries.sizes[r];
         let base = Arc::new(Base {
             entry: r as u32,
             kind: self.real_kinds.get(r),
@@ -482,7 +440,7 @@ pub fn resolve(
 /// Deltas left unresolved (their base is neither in the pack nor was supplied).
 pub fn unresolved(table: &Table) -> Vec<u32> {
     (0..table.len())
-        .filter(|&i| is_delta(table.kinds[i]) && table.real_kinds[i] == 0)
+        .filter(|&i| is_delta(table.entries.kinds[i]) && table.real_kinds[i] == 0)
         .map(|i| i as u32)
         .collect()
 }

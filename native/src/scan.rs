@@ -204,7 +204,7 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
         ));
     }
     let junk_at = if table.len() as u64 > count {
-        table.offsets[count as usize]
+        table.entries.offsets[count as usize]
     } else {
         end
     };
@@ -221,7 +221,7 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
         ));
     }
     table.truncate(count as usize);
-    table.data_end = limit;
+    table.entries.data_end = limit;
 
     let checksum = checksum?;
     let mut trailer = [0u8; RAWSZ];
@@ -275,7 +275,7 @@ fn stitch(
             if cur == region.start {
                 break Some(0);
             }
-            if let Ok(i) = region.table.offsets.binary_search(&cur) {
+            if let Ok(i) = region.table.entries.offsets.binary_search(&cur) {
                 break Some(i);
             }
             if cur >= region.end {

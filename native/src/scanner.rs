@@ -89,11 +89,11 @@ impl<'a> Scanner<'a> {
             None => self.inflate_streaming(offset, &h)?,
         };
         let idx = out.len() as u32;
-        out.offsets.push(offset);
-        out.kinds.push(h.kind);
-        out.header_lens.push(h.header_len as u8);
-        out.sizes.push(h.size);
-        out.crcs.push(crc);
+        out.entries.offsets.push(offset);
+        out.entries.kinds.push(h.kind);
+        out.entries.header_lens.push(h.header_len as u8);
+        out.entries.sizes.push(h.size);
+        out.entries.crcs.push(crc);
         out.ofs_bases.push(match h.base {
             BaseRef::Offset(b) => b,
             _ => 0,

@@ -1,18 +1,15 @@
-//! The entry table of one pack, struct-of-arrays in pack (offset) order: about 60 bytes an
-//! entry, so ten million entries stay well under a gigabyte.
+//! The indexer's table of one pack, struct-of-arrays in pack (offset) order: about 60 bytes
+//! an entry, so ten million entries stay well under a gigabyte.
 
 use crate::entry::{is_delta, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA};
 use crate::error::{PackError, Result};
+use crate::pack_entries::Entries;
 
+/// A pack being indexed: its entries (filled while scanning; `entries.bases` stays empty, the
+/// bases are kept as below until the delta forest is built) and what indexing finds out.
 #[derive(Default)]
 pub struct Table {
-    pub offsets: Vec<u64>,
-    /// Entry type as written (1-4, 6 OFS_DELTA, 7 REF_DELTA).
-    pub kinds: Vec<u8>,
-    pub header_lens: Vec<u8>,
-    /// Inflated size of the entry's data (object, or delta).
-    pub sizes: Vec<u64>,
-    pub crcs: Vec<u32>,
+    pub entries: Entries,
     /// For OFS_DELTA entries the absolute offset of the base entry, else 0. Emptied once the
     /// delta forest is built from it (see resolve::Forest), to save 8 bytes an entry.
     pub ofs_bases: Vec<u64>,
@@ -22,56 +19,50 @@ pub struct Table {
     pub oids: Vec<ObjectId>,
     /// The object's type once known (1-4), 0 while unresolved.
     pub real_kinds: Vec<u8>,
-    /// End of the last entry (start of the trailer).
-    pub data_end: u64,
 }
 
 impl Table {
     pub fn len(&self) -> usize {
-        self.offsets.len()
+        self.entries.offsets.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.offsets.is_empty()
+        self.entries.offsets.is_empty()
     }
 
     pub fn reserve(&mut self, n: usize) {
-        self.offsets.reserve_exact(n);
-        self.kinds.reserve_exact(n);
-        self.header_lens.reserve_exact(n);
-        self.sizes.reserve_exact(n);
-        self.crcs.reserve_exact(n);
+        self.entries.offsets.reserve_exact(n);
+        self.entries.kinds.reserve_exact(n);
+        self.entries.header_lens.reserve_exact(n);
+        self.entries.sizes.reserve_exact(n);
+        self.entries.crcs.reserve_exact(n);
         self.ofs_bases.reserve_exact(n);
         self.oids.reserve_exact(n);
         self.real_kinds.reserve_exact(n);
     }
 
-    /// End offset of entry `i` (the next entry's start, or the trailer).
-    pub fn end_of(&self, i: usize) -> u64 {
-        self.offsets.get(i + 1).copied().unwrap_or(self.data_end)
-    }
-
-    /// Byte range of entry `i`'s zlib stream.
-    pub fn stream_of(&self, i: usize) -> (u64, u64) {
-        (
-            self.offsets[i] + u64::from(self.header_lens[i]),
-            self.end_of(i),
-        )
-    }
-
     pub fn delta_count(&self) -> usize {
-        self.kinds.iter().filter(|&&k| is_delta(k)).count()
+        self.entries.kinds.iter().filter(|&&k| is_delta(k)).count()
     }
 
     /// Append the entries `from..` of `other` (a region scanned by another thread).
     pub fn append_from(&mut self, other: &Table, from: usize) {
         let base = self.len() as u32;
-        self.offsets.extend_from_slice(&other.offsets[from..]);
-        self.kinds.extend_from_slice(&other.kinds[from..]);
-        self.header_lens
-            .extend_from_slice(&other.header_lens[from..]);
-        self.sizes.extend_from_slice(&other.sizes[from..]);
-        self.crcs.extend_from_slice(&other.crcs[from..]);
+        self.entries
+            .offsets
+            .extend_from_slice(&other.entries.offsets[from..]);
+        self.entries
+            .kinds
+            .extend_from_slice(&other.entries.kinds[from..]);
+        self.entries
+            .header_lens
+            .extend_from_slice(&other.entries.header_lens[from..]);
+        self.entries
+            .sizes
+            .extend_from_slice(&other.entries.sizes[from..]);
+        self.entries
+            .crcs
+            .extend_from_slice(&other.entries.crcs[from..]);
         self.ofs_bases.extend_from_slice(&other.ofs_bases[from..]);
         self.oids.extend_from_slice(&other.oids[from..]);
         self.real_kinds.extend_from_slice(&other.real_kinds[from..]);
@@ -84,11 +75,11 @@ impl Table {
 
     /// Keep only the first `n` entries.
     pub fn truncate(&mut self, n: usize) {
-        self.offsets.truncate(n);
-        self.kinds.truncate(n);
-        self.header_lens.truncate(n);
-        self.sizes.truncate(n);
-        self.crcs.truncate(n);
+        self.entries.offsets.truncate(n);
+        self.entries.kinds.truncate(n);
+        self.entries.header_lens.truncate(n);
+        self.entries.sizes.truncate(n);
+        self.entries.crcs.truncate(n);
         self.ofs_bases.truncate(n);
         self.oids.truncate(n);
         self.real_kinds.truncate(n);
@@ -101,13 +92,13 @@ impl Table {
         let n = self.len();
         let mut base_of = vec![u32::MAX; n];
         for (i, slot) in base_of.iter_mut().enumerate() {
-            if self.kinds[i] == OBJ_OFS_DELTA {
+            if self.entries.kinds[i] == OBJ_OFS_DELTA {
                 let b = self.ofs_bases[i];
-                match self.offsets[..i].binary_search(&b) {
+                match self.entries.offsets[..i].binary_search(&b) {
                     Ok(k) => *slot = k as u32,
                     Err(_) => {
                         return Err(PackError::at(
-                            self.offsets[i],
+                            self.entries.offsets[i],
                             format!("delta base offset {b} is not the start of an entry"),
                         ))
                     }
@@ -142,7 +133,7 @@ impl Table {
     }
 
     pub fn is_ref_delta(&self, i: usize) -> bool {
-        self.kinds[i] == OBJ_REF_DELTA
+        self.entries.kinds[i] == OBJ_REF_DELTA
     }
 }
 

@@ -20,7 +20,7 @@ pub fn append_object(
     oid: ObjectId,
     level: u32,
 ) -> Result<u32> {
-    let offset = table.data_end;
+    let offset = table.entries.data_end;
     let mut entry = Vec::with_capacity(data.len() / 2 + 32);
     encode_type_size(kind, data.len() as u64, &mut entry);
     let header_len = entry.len();
@@ -34,15 +34,15 @@ pub fn append_object(
         .write_all_at(&entry, offset)
         .map_err(|e| PackError::at(offset, format!("cannot append a base to the pack: {e}")))?;
     let idx = table.len() as u32;
-    table.offsets.push(offset);
-    table.kinds.push(kind);
-    table.header_lens.push(header_len as u8);
-    table.sizes.push(data.len() as u64);
-    table.crcs.push(crc32fast::hash(&entry));
+    table.entries.offsets.push(offset);
+    table.entries.kinds.push(kind);
+    table.entries.header_lens.push(header_len as u8);
+    table.entries.sizes.push(data.len() as u64);
+    table.entries.crcs.push(crc32fast::hash(&entry));
     table.oids.push(oid);
     table.real_kinds.push(kind);
-    table.data_end = offset + entry.len() as u64;
-    pack.len = table.data_end;
+    table.entries.data_end = offset + entry.len() as u64;
+    pack.len = table.entries.data_end;
     Ok(idx)
 }
 
@@ -54,23 +54,23 @@ pub fn finish(pack: &mut PackFile, table: &Table) -> Result<[u8; RAWSZ]> {
         .write_all_at(&count.to_be_bytes(), 8)
         .map_err(|e| PackError::io("cannot rewrite the pack header", e))?;
     pack.file
-        .set_len(table.data_end)
+        .set_len(table.entries.data_end)
         .map_err(|e| PackError::io("cannot truncate the pack", e))?;
     let mut sum = FileChecksum::default();
     let mut buf = vec![0u8; 1 << 20];
     let mut at = 0u64;
-    while at < table.data_end {
-        let n = pack.read_upto(&mut buf, at, table.data_end)?;
+    while at < table.entries.data_end {
+        let n = pack.read_upto(&mut buf, at, table.entries.data_end)?;
         sum.update(&buf[..n]);
         at += n as u64;
     }
     let checksum = sum.finish();
     pack.file
-        .write_all_at(&checksum, table.data_end)
+        .write_all_at(&checksum, table.entries.data_end)
         .map_err(|e| PackError::io("cannot write the pack trailer", e))?;
     pack.file
         .sync_all()
         .map_err(|e| PackError::io("cannot sync the pack", e))?;
-    pack.len = table.data_end + RAWSZ as u64;
+    pack.len = table.entries.data_end + RAWSZ as u64;
     Ok(checksum)
 }

@@ -323,7 +323,7 @@ fn write_entries(
                 let pos = plan.pos[i] as usize;
                 let is_delta = how == COPY_DELTA;
                 if is_delta {
-                    delta_header(&mut header, src.sizes[pos])?;
+                    delta_header(&mut header, src.entries.sizes[pos])?;
                     out.put(&header, &mut crc)?;
                 }
                 if i >= batch.end {

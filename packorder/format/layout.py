@@ -62,6 +62,11 @@ class PackLayout:
         return len(self.offsets)
 
     @property
+    def data_end(self) -> int:
+        """Where the entries end: the trailer's offset (12, after the header, when empty)."""
+        return int(self.ends[-1]) if len(self.ends) else 12
+
+    @property
     def packed_sizes(self) -> np.ndarray:
         return (self.ends - self.offsets).astype(np.int64)
 

@@ -57,7 +57,7 @@ impl Batch {
             if plan.how[i] == COPY_WHOLE || plan.how[i] == COPY_DELTA {
                 let src = &sources[plan.src[i] as usize];
                 let pos = plan.pos[i] as usize;
-                let (start, end) = (src.offsets[pos], src.ends[pos]);
+                let (start, end) = (src.entries.offsets[pos], src.entries.end_of(pos));
                 if end - start < BATCH_LARGEST {
                     items.push((plan.src[i], start, end, i));
                     bytes += end - start;
@@ -104,21 +104,25 @@ pub(super) fn copy_read_entry(
     out: &mut Out,
     crc: &mut crc32fast::Hasher,
 ) -> Result<()> {
-    if !src.crcs.is_empty() && crc32fast::hash(raw) != src.crcs[pos] {
+    if !src.entries.crcs.is_empty() && crc32fast::hash(raw) != src.entries.crcs[pos] {
         return Err(src_err(
             src,
-            src.offsets[pos],
+            src.entries.offsets[pos],
             "an entry's bytes do not match the CRC in its index",
         ));
     }
     let skip = if skip_header {
-        src.header_lens[pos] as usize
+        src.entries.header_lens[pos] as usize
     } else {
         0
     };
-    let body = raw
-        .get(skip..)
-        .ok_or_else(|| src_err(src, src.offsets[pos], "an entry shorter than its header"))?;
+    let body = raw.get(skip..).ok_or_else(|| {
+        src_err(
+            src,
+            src.entries.offsets[pos],
+            "an entry shorter than its header",
+        )
+    })?;
     out.put(body, crc)
 }
 
@@ -132,8 +136,8 @@ pub(super) fn copy_entry(
     crc: &mut crc32fast::Hasher,
     buf: &mut Vec<u8>,
 ) -> Result<()> {
-    let (start, end) = (src.offsets[pos], src.ends[pos]);
-    let hlen = src.header_lens[pos] as u64;
+    let (start, end) = (src.entries.offsets[pos], src.entries.end_of(pos));
+    let hlen = src.entries.header_lens[pos] as u64;
     let mut src_crc = crc32fast::Hasher::new();
     let want = ((end - start) as usize).min(1 << 20);
     if buf.len() < want {
@@ -152,7 +156,7 @@ pub(super) fn copy_entry(
         out.put(&buf[skip..n], crc)?;
         at += n as u64;
     }
-    if !src.crcs.is_empty() && src_crc.finalize() != src.crcs[pos] {
+    if !src.entries.crcs.is_empty() && src_crc.finalize() != src.entries.crcs[pos] {
         return Err(src_err(
             src,
             start,
