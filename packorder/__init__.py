@@ -29,22 +29,22 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from packorder.indexer import index_pack
-    from packorder.maintenance import gc
-    from packorder.repacker import repack
-    from packorder.sample_repository import sample
+    from packorder.experiments.run import experiment
+    from packorder.experiments.sample_repository import sample
+    from packorder.indexer.index_pack import index_pack
+    from packorder.repacking.maintenance import gc
+    from packorder.repacking.pipeline import repack
     from packorder.seek.api import seekstats
-    from packorder.study import experiment
 
 # Imported on first use: `packorder index-pack` must not pay for numpy or plotting. (The
 # modules are not named like the functions: importing packorder.repack would rebind
 # `packorder.repack` to the module.)
 _LAZY = {
-    "experiment": "packorder.study",
-    "gc": "packorder.maintenance",
-    "index_pack": "packorder.indexer",
-    "repack": "packorder.repacker",
-    "sample": "packorder.sample_repository",
+    "experiment": "packorder.experiments.run",
+    "gc": "packorder.repacking.maintenance",
+    "index_pack": "packorder.indexer.index_pack",
+    "repack": "packorder.repacking.pipeline",
+    "sample": "packorder.experiments.sample_repository",
     "seekstats": "packorder.seek.api",
 }
 

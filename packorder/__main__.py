@@ -1,6 +1,6 @@
 """`python -m packorder`: the same command line as the `packorder` script."""
 
-from packorder.launch import main
+from packorder.cli.launch import main
 
 if __name__ == "__main__":
     main()

@@ -225,9 +225,11 @@ def commands(args: argparse.Namespace, copy: Path, variant: str, mode: str) -> l
     python = args.baseline if variant.startswith("baseline ") else sys.executable
     return (
         [
+            # -I: the interpreter's own packorder, never one in the working directory.
             python,
-            "-c",
-            "from packorder.launch import main; main()",
+            "-I",
+            "-m",
+            "packorder",
             "repack",
             "-q",
             f"--verify={verify}",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from packorder.cli import parse_size
+from packorder.cli.base import parse_size
 from packorder.seek.analyze import entry_ranges
 from packorder.seek.api import measure
 from packorder.seek.coldreads import disk_reads

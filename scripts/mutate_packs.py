@@ -83,7 +83,7 @@ def main() -> None:
     args = ap.parse_args()
     rng = random.Random(args.seed)
     sources = [p.read_bytes() for p in args.packs]
-    ours = [sys.executable, "-c", "from packorder.launch import main; main()", "index-pack"]
+    ours = [sys.executable, "-c", "from packorder.cli.launch import main; main()", "index-pack"]
     problems: list[str] = []
     counts = {"accepted by both": 0, "refused by both": 0}
     started = time.perf_counter()

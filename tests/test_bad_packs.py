@@ -238,7 +238,7 @@ def test_cli_fails_with_one_line_and_no_output(corpus: dict[str, Path], tmp_path
     pack = tmp_path / corpus[name].name
     pack.write_bytes(corpus[name].read_bytes())
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "index-pack", "--threads=2", str(pack)],
+        [sys.executable, "-m", "packorder", "index-pack", "--threads=2", str(pack)],
         capture_output=True,
         env=git_env(),
         timeout=120,

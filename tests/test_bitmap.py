@@ -194,13 +194,13 @@ def test_wide_trees_share_chunks_and_the_bitmap_stays_exact(tmp_path: Path, monk
     bare = tmp_path / "wide.git"
     git(None, "clone", "-q", "--bare", "--no-local", str(repo.path), str(bare))
     seen = []
-    real = packorder.bitmap.compute
+    real = packorder.repacking.bitmap.compute
 
-    def capture(*args: object, **kwargs: object) -> packorder.bitmap.PackBitmap:
+    def capture(*args: object, **kwargs: object) -> packorder.repacking.bitmap.PackBitmap:
         seen.append(real(*args, **kwargs))
         return seen[-1]
 
-    monkeypatch.setattr(packorder.bitmap, "compute", capture)
+    monkeypatch.setattr(packorder.repacking.bitmap, "compute", capture)
     result = packorder.repack(bare, no_reuse_delta=True)
     assert result.bitmaps > 0
     (computed,) = seen

@@ -19,7 +19,7 @@ import packorder
 
 def run_cli(*args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", "from packorder.launch import main; main()", *args],
+        [sys.executable, "-c", "from packorder.cli.launch import main; main()", *args],
         capture_output=True,
         input=input,
         env=git_env(),
@@ -79,7 +79,7 @@ def test_a_bad_command_line_is_a_usage_error(args: list[str]) -> None:
 )
 def test_conflicting_options_are_refused_in_one_line(work: Path, args: list[str], message: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-c", "from packorder.launch import main; main()", *args],
+        [sys.executable, "-c", "from packorder.cli.launch import main; main()", *args],
         capture_output=True,
         cwd=work,
         env=git_env(),
@@ -185,7 +185,7 @@ def test_index_pack_keep_on_a_pack_file_writes_its_keep_as_git_does(work: Path, 
 
 
 def test_the_early_walk_reads_only_plain_repack_command_lines() -> None:
-    from packorder.early_walk import WalkRequest, read
+    from packorder.cli.early_walk import WalkRequest, read
 
     assert read(["REPO"]) == WalkRequest(Path("REPO"), True, None)
     assert read(["--order", "history", "-q", "REPO"]) == WalkRequest(Path("REPO"), True, "history")
@@ -216,7 +216,7 @@ def test_a_repository_of_another_user_is_refused_as_git_refuses_it(work: Path) -
         assert proc.stderr.decode() == theirs.stderr and "safe.directory" in theirs.stderr
     env = {**git_env(), "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
     proc = subprocess.run(
-        [sys.executable, "-c", "from packorder.launch import main; main()", "repack", "-q", str(work)],
+        [sys.executable, "-c", "from packorder.cli.launch import main; main()", "repack", "-q", str(work)],
         capture_output=True,
         env=env,
     )

@@ -1,6 +1,7 @@
 """Rules of the code's layout (docs/design.md): no import cycle among packorder's modules
 (imports under `if TYPE_CHECKING:` are annotations only and do not count) nor among the
-native core's top-level modules, and no module, Python or Rust, over 500 lines."""
+native core's modules, folders that depend one way in both languages, and no module,
+Python or Rust, over 500 lines."""
 
 from __future__ import annotations
 
@@ -60,19 +61,76 @@ def test_no_import_cycle() -> None:
     assert first_cycle(graph) is None
 
 
-def test_no_use_cycle_in_the_native_core() -> None:
-    """`crate::m` names between the top-level modules of native/src (a child module such as
-    resolve/read.rs counts as its parent's)."""
-    sources = {p: p.read_text() for p in NATIVE.rglob("*.rs") if p.name != "lib.rs"}
-    top = {p.relative_to(NATIVE).parts[0].removesuffix(".rs") for p in sources}
-    graph: dict[str, set[str]] = {name: set() for name in top}
-    for path, text in sources.items():
-        name = path.relative_to(NATIVE).parts[0].removesuffix(".rs")
-        named = set(re.findall(r"crate::([a-z_0-9]+)", text))
-        for group in re.findall(r"use crate::\{([^}]*)\}", text):
-            named.update(re.findall(r"\b([a-z_0-9]+)\b", group))
-        graph[name] |= (named & top) - {name}
+def folder_of(module: str) -> str:
+    """The folder a module is in (`repacking` for packorder.repacking.writer), or "" for the
+    top-level modules every folder may use."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and (PACKAGE / parts[1]).is_dir() else ""
+
+
+def test_folders_depend_one_way() -> None:
+    """The folders form layers (docs/design.md): no two of them import each other, even
+    through a third. The top-level modules are the foundation and import no folder (the
+    package's `__main__` and `__init__` excepted: they are the entry points)."""
+    paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        if name in ("packorder", "packorder.__main__"):
+            continue
+        graph.setdefault(folder_of(name), set())
+        for dep in imports(path, set(paths)):
+            if folder_of(dep) != folder_of(name):
+                graph[folder_of(name)].add(folder_of(dep))
+                graph.setdefault(folder_of(dep), set())
+    assert graph[""] <= {""}, f"top-level modules import {sorted(graph[''] - {''})}"
     assert first_cycle(graph) is None
+
+
+def native_module(path: Path) -> str:
+    """`index::resolve` for native/src/index/resolve.rs (and for its child resolve/read.rs),
+    `error` for error.rs, `pack` for pack/mod.rs."""
+    parts = path.relative_to(NATIVE).with_suffix("").parts
+    if len(parts) == 1:
+        return parts[0]
+    return parts[0] if parts[1] == "mod" else f"{parts[0]}::{parts[1]}"
+
+
+def native_uses(text: str, modules: set[str]) -> set[str]:
+    """The modules a source names through `crate::` paths (grouped `use crate::{..}` too)."""
+    paths = re.findall(r"crate::([a-z_0-9]+(?:::[a-z_0-9]+)?)", text)
+    for group in re.findall(r"use crate::\{([^}]*)\}", text):
+        paths += re.findall(r"\b([a-z_0-9]+(?:::[a-z_0-9]+)?)", group)
+    found = set()
+    for path in paths:
+        if path in modules:
+            found.add(path)
+        elif path.split("::")[0] in modules:
+            found.add(path.split("::")[0])
+    return found
+
+
+def native_graph(level: str) -> dict[str, set[str]]:
+    sources = {p: p.read_text() for p in NATIVE.rglob("*.rs") if p.name != "lib.rs"}
+    modules = {native_module(p) for p in sources}
+    key = (lambda m: m.split("::")[0]) if level == "folder" else (lambda m: m)
+    graph: dict[str, set[str]] = {key(m): set() for m in modules}
+    for path, text in sources.items():
+        name = key(native_module(path))
+        graph[name] |= {key(m) for m in native_uses(text, modules)} - {name}
+    return graph
+
+
+def test_native_folders_depend_one_way() -> None:
+    """native/src's folders (pack, index, write, bitmap, seek, python) form layers too."""
+    graph = native_graph("folder")
+    assert {"pack", "index", "write", "bitmap", "python"} <= set(graph)
+    assert first_cycle(graph) is None
+
+
+def test_no_use_cycle_in_the_native_core() -> None:
+    """No cycle among the native modules either (a child module such as index/resolve/read.rs
+    counts as its parent's)."""
+    assert first_cycle(native_graph("module")) is None
 
 
 def test_no_module_over_500_lines() -> None:

@@ -220,7 +220,7 @@ def test_dates_git_would_refuse_are_refused(aged: tuple[Repo, dict[str, str]], t
 
 
 def test_expiry_of_gc_prune_expire_is_refused_by_name(tmp_path: Path) -> None:
-    from packorder import expiry
+    from packorder.repacking import expiry
 
     with pytest.raises(RepositoryError, match=r"invalid gc\.pruneExpire: 'false'"):
         expiry.expiration("false", "gc.pruneExpire")
@@ -233,7 +233,7 @@ def test_an_object_wanted_again_during_the_repack_is_not_deleted(
 ) -> None:
     """Git refreshes an object's mtime instead of writing it again. An expired loose object
     refreshed after the repack read its age survives, and so does a pack holding one."""
-    from packorder import cruft
+    from packorder.repacking import cruft
 
     repo, ids = aged
     ours = copy_of(repo, tmp_path / "ours")

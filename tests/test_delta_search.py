@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 import packorder
 from packorder import _native
-from packorder import deltas as deltas_mod
 from packorder.errors import CorruptPackError
 from packorder.format import layout
-from packorder.repo import ObjectTable
+from packorder.repacking import deltas as deltas_mod
+from packorder.repacking.repo import ObjectTable
 
 COMMIT, TREE, BLOB = 1, 2, 3
 

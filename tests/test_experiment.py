@@ -32,7 +32,7 @@ def snapshot(repo: Path) -> dict[str, tuple[int, int]]:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "experiment", *args], capture_output=True, text=True, env=git_env()
+        [sys.executable, "-m", "packorder", "experiment", *args], capture_output=True, text=True, env=git_env()
     )
 
 
@@ -155,7 +155,7 @@ def test_not_a_repository_or_bad_output(source: Path, tmp_path: Path) -> None:
 
 
 def test_copies_find_relative_alternates(tmp_path: Path) -> None:
-    from packorder.study import copy_git_dir
+    from packorder.experiments.run import copy_git_dir
 
     shared = tmp_path / "shared"
     (shared / "pack").mkdir(parents=True)

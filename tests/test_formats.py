@@ -251,7 +251,7 @@ def test_object_ids_match_git_hash_object() -> None:
     st.data(),
 )
 def test_lookup_finds_ids_sharing_a_prefix(have: list[bytes], extra: list[bytes], data: st.DataObject) -> None:
-    from packorder.object_ids import keys, lookup
+    from packorder.store.object_ids import keys, lookup
 
     # Ids that share their first 8 bytes with another: the integer prefix search must fall back.
     twins = [h[:8] + bytes(12 - i) + b"\xff" * i for h in have[:5] for i in range(3)]

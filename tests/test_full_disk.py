@@ -80,7 +80,7 @@ def test_every_size_from_too_small_to_enough(source: Path, tmp_path: Path) -> No
         for size, mnt, repo in disks:
             files = listing(repo)
             proc = subprocess.run(
-                [sys.executable, "-m", "packorder.cli", "repack", "-q", "--no-write-bitmap-index", str(repo)],
+                [sys.executable, "-m", "packorder", "repack", "-q", "--no-write-bitmap-index", str(repo)],
                 capture_output=True,
                 text=True,
                 env=git_env(),
@@ -104,8 +104,8 @@ def test_a_disk_that_fills_while_writing_is_rolled_back(
     fills while a pack or its index is written: what was installed is taken away, and the
     error names the file."""
     import packorder
-    from packorder import space
     from packorder.errors import PackError
+    from packorder.repacking import space
 
     monkeypatch.setattr(space, "check", lambda directory, need: None)
     failed = 0

@@ -17,9 +17,9 @@ import pytest
 from gitrepo import Repo, all_ids, build_history, git, git_env
 
 import packorder
-from packorder import drift
 from packorder.errors import RepositoryError
-from packorder.maintenance import gc
+from packorder.repacking import drift
+from packorder.repacking.maintenance import gc
 
 DAY = 86400
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "maintenance.md"
@@ -117,7 +117,7 @@ def test_gc_prune_expire_is_read_and_checked_as_git_does(work: Repo) -> None:
     with pytest.raises(RepositoryError, match=r"invalid gc\.pruneExpire: 'false'"):
         gc(work.path)
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "gc", str(work.path)], capture_output=True, text=True, env=git_env()
+        [sys.executable, "-m", "packorder", "gc", str(work.path)], capture_output=True, text=True, env=git_env()
     )
     assert proc.returncode == 128 and proc.stderr.startswith("fatal: invalid gc.pruneExpire")
 
@@ -137,7 +137,7 @@ def test_auto_does_nothing_below_the_thresholds(work: Repo) -> None:
     assert result.auto.drift is not None and result.auto.drift.share == 0.0
     assert sorted(str(p) for p in work.git_dir.rglob("*")) == listing
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "gc", "--auto", str(work.path)], capture_output=True, env=git_env()
+        [sys.executable, "-m", "packorder", "gc", "--auto", str(work.path)], capture_output=True, env=git_env()
     )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
 
@@ -192,7 +192,7 @@ def test_a_running_gc_stops_ours_and_auto_stays_quiet(work: Repo) -> None:
         git(work.path, "gc", "-q", "--force")  # drift, so that --auto would run
         (work.git_dir / "gc.pid").write_text(f"{sleeper.pid} {socket.gethostname()}")
         proc = subprocess.run(
-            [sys.executable, "-m", "packorder.cli", "gc", str(work.path)], capture_output=True, text=True, env=git_env()
+            [sys.executable, "-m", "packorder", "gc", str(work.path)], capture_output=True, text=True, env=git_env()
         )
         assert proc.returncode == 128 and "gc is already running" in proc.stderr
         assert not gc(work.path, auto=True).ran

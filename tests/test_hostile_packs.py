@@ -93,7 +93,7 @@ def test_a_loose_object_declaring_2_gib_is_one_error_not_an_allocation(tmp_path:
     liar.write_bytes(zlib.compress(b"blob 2147483648\0only a few bytes"))
     listing = sorted(str(p) for p in (repo / "objects").rglob("*"))
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", str(repo)], capture_output=True, text=True, env=git_env()
+        [sys.executable, "-m", "packorder", "repack", str(repo)], capture_output=True, text=True, env=git_env()
     )
     assert proc.returncode == 128, proc.stderr
     assert proc.stderr.count("\n") == 1 and str(liar) in proc.stderr and "more than its file can hold" in proc.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from packorder.object_ids import id_order, keys, lookup, sort_keys
+from packorder.store.object_ids import id_order, keys, lookup, sort_keys
 
 
 def _ids(seed: int, n: int) -> np.ndarray:

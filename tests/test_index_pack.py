@@ -24,7 +24,7 @@ def git_index(pack: Path, out_dir: Path, *extra: str) -> tuple[bytes, bytes]:
     return idx.read_bytes(), idx.with_suffix(".rev").read_bytes()
 
 
-def our_index(pack: Path, out_dir: Path, **kw) -> tuple[packorder.indexer.IndexResult, bytes, bytes]:
+def our_index(pack: Path, out_dir: Path, **kw) -> tuple[packorder.indexer.index_pack.IndexResult, bytes, bytes]:
     out_dir.mkdir(parents=True, exist_ok=True)
     idx = out_dir / "ours.idx"
     result = packorder.index_pack(pack, output=idx, **kw)
@@ -33,7 +33,7 @@ def our_index(pack: Path, out_dir: Path, **kw) -> tuple[packorder.indexer.IndexR
 
 def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "packorder.cli", *args], input=input, capture_output=True, cwd=cwd, env=git_env()
+        [sys.executable, "-m", "packorder", *args], input=input, capture_output=True, cwd=cwd, env=git_env()
     )
 
 
@@ -441,7 +441,7 @@ def test_packorder_script_indexes_without_click(packs: dict[str, Path], tmp_path
     part of the target against git index-pack), and gives the same result."""
     idx = tmp_path / "x.idx"
     code = (
-        "import sys; from packorder.launch import main; "
+        "import sys; from packorder.cli.launch import main; "
         f"sys.argv = ['packorder', 'index-pack', '-o', {str(idx)!r}, {str(packs['ofs'])!r}]; "
         "main(); print('click' in sys.modules, file=sys.stderr)"
     )

@@ -52,7 +52,7 @@ def points_of_a_run(work: Path, tmp_path: Path) -> list[str]:
     log = tmp_path / "points.log"
     env = {**git_env(), "PACKORDER_CRASH_LOG": str(log)}
     subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", "-q", "--cruft-expiration", EXPIRY, str(work)],
+        [sys.executable, "-m", "packorder", "repack", "-q", "--cruft-expiration", EXPIRY, str(work)],
         env=env,
         check=True,
     )
@@ -78,7 +78,7 @@ def test_killed_at_50_points_of_a_cruft_repack(source: tuple[Path, set[str]], tm
         shutil.copytree(src, work, symlinks=True)
         env = {**git_env(), "PACKORDER_CRASH_AT": f"#{n}"}
         proc = subprocess.run(
-            [sys.executable, "-m", "packorder.cli", "repack", "-q", "--cruft-expiration", EXPIRY, str(work)],
+            [sys.executable, "-m", "packorder", "repack", "-q", "--cruft-expiration", EXPIRY, str(work)],
             env=env,
             capture_output=True,
         )

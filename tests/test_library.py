@@ -13,9 +13,9 @@ from gitrepo import build_history
 
 import packorder
 from packorder.errors import UsageError
-from packorder.order_catalog import check_orders
+from packorder.experiments.run import parse_workloads
+from packorder.orders.catalog import check_orders
 from packorder.seek import workloads
-from packorder.study import parse_workloads
 
 
 def test_help_lists_the_functions_with_their_parameters() -> None:

@@ -17,8 +17,8 @@ import pytest
 from gitrepo import build_history, git, git_env
 
 import packorder
-from packorder import lock
 from packorder.errors import RepositoryError
+from packorder.repacking import lock
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_a_dead_holders_lock_is_taken_over_with_one_warning(work: Path) -> None:
 def test_the_command_prints_that_warning_and_succeeds(work: Path) -> None:
     (work / ".git" / "gc.pid").write_text(f"{dead_pid()} {socket.gethostname()}")
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", "-q", str(work)],
+        [sys.executable, "-m", "packorder", "repack", "-q", str(work)],
         capture_output=True,
         text=True,
         env=git_env(),
@@ -64,7 +64,7 @@ def test_the_command_prints_that_warning_and_succeeds(work: Path) -> None:
     assert proc.stderr.startswith("warning: took over ") and proc.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize("entry", ["packorder.cli", "packorder.launch"])
+@pytest.mark.parametrize("entry", ["packorder.cli.main", "packorder.cli.launch"])
 def test_the_json_result_keeps_that_warning(work: Path, entry: str) -> None:
     """Whether the command line took the lock itself or before it loaded (launch.py's early
     walk), the warning is printed once and is in --json's warnings."""

@@ -79,7 +79,7 @@ def test_killed_once_the_multi_pack_index_is_gone(base: Path, tmp_path: Path, fo
     repo = with_midx(base, tmp_path, form)
     env = {**git_env(), "PACKORDER_CRASH_AT": "midx-removed"}
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", "-q", "-B", str(repo)], env=env, capture_output=True
+        [sys.executable, "-m", "packorder", "repack", "-q", "-B", str(repo)], env=env, capture_output=True
     )
     assert proc.returncode == 137, proc.stderr
     assert midx_files(repo) == []

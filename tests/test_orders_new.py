@@ -15,10 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from layered import build
 
-from packorder import deltas, families
-from packorder import order as order_mod
-from packorder.order import BLOB, COMMIT, TREE, OrderInput
-from packorder.repo import enumerate_objects, object_history, open_repository, unreleased_objects
+from packorder.orders import families
+from packorder.orders import permutations as order_mod
+from packorder.orders.permutations import BLOB, COMMIT, TREE, OrderInput
+from packorder.repacking import deltas
+from packorder.repacking.repo import enumerate_objects, object_history, open_repository, unreleased_objects
 
 NEW = ["history", "history-each-commit", "history-tags-midway", "trees-first", "recency-dfs", "recency-unreleased"]
 NEW += ["windowed-256"]

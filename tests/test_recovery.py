@@ -55,7 +55,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def points_of_a_run(repo: Path, log: Path) -> list[str]:
     env = {**git_env(), "PACKORDER_CRASH_LOG": str(log)}
-    subprocess.run([sys.executable, "-m", "packorder.cli", "repack", "-q", str(repo)], env=env, check=True)
+    subprocess.run([sys.executable, "-m", "packorder", "repack", "-q", str(repo)], env=env, check=True)
     return log.read_text().split()
 
 
@@ -77,7 +77,7 @@ def test_killed_at_every_step_then_pushed_to_then_run_again(source: Path, tmp_pa
         shutil.copytree(source, work)
         env = {**git_env(), "PACKORDER_CRASH_AT": f"#{n}"}
         proc = subprocess.run(
-            [sys.executable, "-m", "packorder.cli", "repack", "-q", str(work)], env=env, capture_output=True
+            [sys.executable, "-m", "packorder", "repack", "-q", str(work)], env=env, capture_output=True
         )
         assert proc.returncode == 137, (n, points[n - 1], proc.stderr.decode())
         git(work, "fsck", "--full")

@@ -246,7 +246,7 @@ def test_objects_pushed_during_the_repack_survive(work: Path) -> None:
 def test_the_walk_starts_after_the_listing(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A pack listed after Git's walk began could be removed by an expiring repack while its
     objects were invisible to the walk: the snapshot lists first, then walks."""
-    from packorder import snapshot
+    from packorder.repacking import snapshot
 
     steps: list[str] = []
     for name in ("list_packs", "list_loose"):
@@ -262,7 +262,7 @@ def test_the_walk_starts_after_the_listing(work: Path, monkeypatch: pytest.Monke
 def test_a_pack_arriving_after_the_snapshot_survives_pruning(work: Path) -> None:
     """A push that lands after repack started (its pack written, then its ref) keeps its
     objects, even though the walk may not have seen them and unreachable objects are pruned."""
-    from packorder import snapshot
+    from packorder.repacking import snapshot
 
     start = snapshot.take(work, lock=True)
     (work / "pushed.txt").write_text("arrived after the snapshot\n")
@@ -285,7 +285,7 @@ def test_a_push_the_walk_sees_but_the_listing_does_not_stays_where_it_is(work: P
     """The push lands between the listing and the walk's reading of the refs (forced here by
     starting the walk again after it): its objects are reachable, yet in no listed pack. The
     repack leaves them in their pack rather than failing or losing them."""
-    from packorder import snapshot
+    from packorder.repacking import snapshot
 
     start = snapshot.take(work, lock=True)
     (work / "pushed.txt").write_text("seen by the walk, not by the listing\n")
@@ -324,7 +324,7 @@ def test_a_write_that_fails_midway_leaves_nothing(work: Path) -> None:
 
     before = sorted(str(p) for p in (work / ".git" / "objects").rglob("*"))
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", "-q", "--no-write-bitmap-index", str(work)],
+        [sys.executable, "-m", "packorder", "repack", "-q", "--no-write-bitmap-index", str(work)],
         capture_output=True,
         env=git_env(),
         preexec_fn=small_files,
@@ -384,7 +384,7 @@ def test_a_sha256_repository_is_refused_by_name(tmp_path: Path) -> None:
     (pack,) = (repo / ".git" / "objects" / "pack").glob("*.pack")
     for args in (["repack", str(repo)], ["seekstats", "-q", str(repo)], ["index-pack", "--stdin", "--repo", str(repo)]):
         proc = subprocess.run(
-            [sys.executable, "-m", "packorder.cli", *args],
+            [sys.executable, "-m", "packorder", *args],
             input=pack.read_bytes(),
             capture_output=True,
             env=git_env(),
@@ -393,7 +393,7 @@ def test_a_sha256_repository_is_refused_by_name(tmp_path: Path) -> None:
         assert proc.stderr.decode().endswith("uses sha256 object names; packorder supports SHA-1 repositories only\n")
     assert sorted(str(p) for p in (repo / ".git").rglob("*")) == before
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "index-pack", "-o", str(tmp_path / "x.idx"), str(pack)],
+        [sys.executable, "-m", "packorder", "index-pack", "-o", str(tmp_path / "x.idx"), str(pack)],
         capture_output=True,
         env=git_env(),
         cwd=tmp_path,
@@ -403,8 +403,8 @@ def test_a_sha256_repository_is_refused_by_name(tmp_path: Path) -> None:
 
 
 def test_a_snapshot_must_be_locked_exactly_when_repacking_in_place(work: Path) -> None:
-    from packorder import snapshot
     from packorder.errors import UsageError
+    from packorder.repacking import snapshot
 
     listing = sorted(str(p) for p in (work / ".git" / "objects").rglob("*"))
     with pytest.raises(UsageError, match="locked exactly"):
@@ -421,7 +421,7 @@ def test_killed_at_any_point_the_repository_stays_valid(work: Path, point: str) 
     env = git_env()
     env["PACKORDER_CRASH_AT"] = point
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", "-q", "-b", str(work)], env=env, capture_output=True
+        [sys.executable, "-m", "packorder", "repack", "-q", "-b", str(work)], env=env, capture_output=True
     )
     assert proc.returncode == 137, proc.stderr.decode()
     git(work, "fsck", "--full")
@@ -435,7 +435,7 @@ def test_killed_at_any_point_the_repository_stays_valid(work: Path, point: str) 
 def test_killed_at_random_times(work: Path) -> None:
     before = contents(work / ".git")
     for delay in (0.3, 0.45, 0.6, 0.75, 0.9, 1.1):
-        proc = subprocess.Popen([sys.executable, "-m", "packorder.cli", "repack", "-q", str(work)], env=git_env())
+        proc = subprocess.Popen([sys.executable, "-m", "packorder", "repack", "-q", str(work)], env=git_env())
         time.sleep(delay)
         proc.kill()
         proc.wait()
@@ -507,20 +507,20 @@ def test_partial_clone_with_local_objects_takes_only_promised_ones_as_missing(ba
 
 def test_cli_reports_and_json(work: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", "--json", "-q", str(work)], capture_output=True, env=git_env()
+        [sys.executable, "-m", "packorder", "repack", "--json", "-q", str(work)], capture_output=True, env=git_env()
     )
     assert proc.returncode == 0, proc.stderr
     import json
 
     doc = json.loads(proc.stdout)
     assert doc["objects"] > 0 and doc["packs"] and "verify" in doc["seconds"]
-    bad = subprocess.run([sys.executable, "-m", "packorder.cli", "repack", str(work / "nope")], capture_output=True)
+    bad = subprocess.run([sys.executable, "-m", "packorder", "repack", str(work / "nope")], capture_output=True)
     assert bad.returncode == 128 and b"Traceback" not in bad.stderr
 
 
 def test_not_a_repository(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", str(tmp_path)], capture_output=True, env=git_env()
+        [sys.executable, "-m", "packorder", "repack", str(tmp_path)], capture_output=True, env=git_env()
     )
     assert proc.returncode == 128
     assert proc.stderr.decode().startswith("fatal: not a git repository")
@@ -530,7 +530,7 @@ def test_an_interrupt_while_arguments_are_parsed_is_fatal_interrupted() -> None:
     """click's own answer would be "Aborted!" and status 1."""
     script = (
         "import click\n"
-        "from packorder import cli\n"
+        "from packorder.cli import main as cli\n"
         "def interrupted(self, value, param, ctx):\n"
         "    raise KeyboardInterrupt\n"
         "click.Path.convert = interrupted\n"
@@ -541,8 +541,8 @@ def test_an_interrupt_while_arguments_are_parsed_is_fatal_interrupted() -> None:
 
 
 def test_every_order_of_the_catalog_has_its_function() -> None:
-    from packorder.order import ORDERS
-    from packorder.order_catalog import CATALOG
+    from packorder.orders.catalog import CATALOG
+    from packorder.orders.permutations import ORDERS
 
     assert sorted(ORDERS) == sorted(CATALOG) and all(callable(spec.fn) for spec in ORDERS.values())
 
@@ -553,8 +553,8 @@ def test_one_walk_in_commit_order_gives_the_discovery_order_and_the_introducing_
     introducing commits those of a walk of their own. Checked where Git adds objects beyond
     the commits' trees: an index with a staged blob, a reflog-only commit, tags on a tree and a
     blob, a merge."""
-    from packorder import snapshot
-    from packorder.repo import enumerate_objects, introducing_commits, open_repository
+    from packorder.repacking import snapshot
+    from packorder.repacking.repo import enumerate_objects, introducing_commits, open_repository
 
     repo = Repo(tmp_path / "repo")
     repo.write("a.txt", "a\n")
@@ -591,8 +591,8 @@ def test_history_orders_walk_once_and_write_the_pack_of_separate_walks(
     """The library, like the command line, walks once (in commit order when the order needs
     introducing commits) plus, when the order needs it, the walk of unreleased history; a
     snapshot without those walks makes repack walk history separately: same pack."""
-    from packorder import snapshot
-    from packorder.order import ORDERS
+    from packorder.orders.permutations import ORDERS
+    from packorder.repacking import snapshot
 
     walks: list[tuple[str, ...]] = []
 
@@ -623,7 +623,7 @@ def test_empty_repository_and_everything_pruned(tmp_path: Path) -> None:
     assert result.objects == 0 and result.packs == [] and not result.bitmap
     assert list((empty / "objects" / "pack").iterdir()) == []
     proc = subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "repack", str(empty)], capture_output=True, text=True, env=git_env()
+        [sys.executable, "-m", "packorder", "repack", str(empty)], capture_output=True, text=True, env=git_env()
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "nothing to pack" and proc.stderr == ""
 
@@ -643,7 +643,7 @@ def test_a_pack_damaged_after_writing_fails_verification(
 ) -> None:
     """A byte changed in the new pack between writing and installing (a disk, a filesystem)
     is caught by either verification; nothing is installed or removed."""
-    from packorder import writer
+    from packorder.repacking import writer
 
     real_write = writer.write
 
@@ -672,7 +672,7 @@ def test_a_wrong_new_delta_is_caught_by_produced_and_full_not_by_crc(
     """What the levels prove: two new deltas swapped between their entries (each entry's
     header, CRC and trailer consistent with what was written) pass `crc`'s checks; `produced`
     and `full` hash the objects and refuse the pack, changing nothing."""
-    from packorder import writer
+    from packorder.repacking import writer
 
     real_plan = writer.make_plan
 
@@ -708,7 +708,7 @@ def test_produced_verification_hashes_loose_objects(work: Path, where: str, monk
     and the mix-up found before anything is removed. In the ordered pack few entries are
     produced (each is read back and hashed); in the cruft pack all are (the pack is
     re-indexed, and each object must be at its planned offset)."""
-    from packorder import writer
+    from packorder.repacking import writer
 
     if where == "ordered":
         (work / "one.txt").write_text("a first blob, loose\n")

@@ -26,11 +26,11 @@ def refs(git_dir: Path) -> str:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "packorder.cli", *args], capture_output=True, text=True, env=git_env())
+    return subprocess.run([sys.executable, "-m", "packorder", *args], capture_output=True, text=True, env=git_env())
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, packorder.sample_repository.SampleResult]:
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, packorder.experiments.sample_repository.SampleResult]:
     where = tmp_path_factory.mktemp("sample") / "repo"
     return where, packorder.sample(where, commits=700)
 

@@ -25,7 +25,7 @@ from packorder.seek.stats import PERCENTILES
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "seekstats", *args],
+        [sys.executable, "-m", "packorder", "seekstats", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -176,7 +176,7 @@ def test_bad_input_is_refused(history: Repo, tmp_path: Path) -> None:
 def test_library_api_is_lazy() -> None:
     assert "seekstats" in packorder.__all__
     assert packorder.seekstats is seekstats
-    code = "import packorder.cli, sys; print('numpy' in sys.modules)"
+    code = "import packorder.cli.main, sys; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

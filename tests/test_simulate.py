@@ -20,9 +20,9 @@ from gitrepo import git, git_env
 from layered import THRESHOLD, build
 
 import packorder
-from packorder import order as order_mod
 from packorder.format import layout as layout_mod
 from packorder.format.layout import PackLayout
+from packorder.orders import permutations as order_mod
 from packorder.seek import api
 from packorder.seek.ipmodel import git_threads, index_pack_reads
 from packorder.seek.simulator import plan, relay, simulate
@@ -193,7 +193,7 @@ def test_relay_moves_requests_and_keeps_what_the_plan_lacks() -> None:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "packorder.cli", "seekstats", *args], capture_output=True, text=True, env=git_env()
+        [sys.executable, "-m", "packorder", "seekstats", *args], capture_output=True, text=True, env=git_env()
     )
 
 

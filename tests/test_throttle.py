@@ -70,7 +70,7 @@ def test_cli_refuses_a_limit_without_timed_runs(tmp_path: Path) -> None:
         (["--cold-iops", "100"], 129, "error: --cold-iops limits the cold runs: give --runs too"),
         (["--cold-iops", "0", "--runs", "1"], 129, "error: Invalid value for '--cold-iops'"),
     ]:
-        command = [sys.executable, "-m", "packorder.cli", "experiment", str(tmp_path), "-o", str(out), "-q"]
+        command = [sys.executable, "-m", "packorder", "experiment", str(tmp_path), "-o", str(out), "-q"]
         proc = subprocess.run(
             [*command, "--runs=0", *args],
             capture_output=True,

@@ -1,7 +1,7 @@
 """The wheel: built by maturin as one abi3 wheel, installed into a fresh virtual environment
 where no Rust toolchain is on PATH, it indexes a pack byte for byte as Git does, repacks a
 repository, and `git packorder --help` finds its manual page. Also: the committed manual
-pages are the commands' current help (packorder/manpage.py)."""
+pages are the commands' current help (packorder/cli/manpage.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from gitrepo import build_history, git_env
 
-from packorder import manpage
+from packorder.cli import manpage
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_committed_manual_pages_are_current() -> None:
     for page in manpage.PAGES:
         assert (manpage.MAN_DIR / page).read_text() == manpage.render(page), (
-            f"{page} is stale: run `python -m packorder.manpage`"
+            f"{page} is stale: run `python -m packorder.cli.manpage`"
         )
 
 

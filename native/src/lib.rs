@@ -1,44 +1,14 @@
 //! packorder._native: module registration, the mapping of errors to Python, and the
-//! allocator settings (process-wide). The functions and classes live in the py_*.rs modules.
+//! allocator settings (process-wide). The functions and classes live in python/.
 
-pub mod access_log;
 pub mod bitmap;
-pub mod delta;
-pub mod delta_chain;
-pub mod delta_create;
-pub mod delta_search;
-pub mod entry;
-pub mod entry_headers;
 pub mod error;
-pub mod ewah;
-pub mod families;
-pub mod hash;
-pub mod ids;
-pub mod inflate;
-pub mod loose;
-pub mod nearness;
-pub mod object_check;
-pub mod object_read;
-pub mod pack_entries;
+pub mod index;
+pub mod pack;
 pub mod progress;
-mod py_arrays;
-mod py_bitmap;
-mod py_delta;
-mod py_format;
-mod py_index;
-mod py_orders;
-mod py_seek;
-mod py_write;
-pub mod reach;
-pub mod resolve;
-mod retain;
-pub mod revlist;
-pub mod scan;
-mod scanner;
-pub mod source;
-pub mod table;
-pub mod thin;
-pub mod writer;
+mod python;
+pub mod seek;
+pub mod write;
 
 use pyo3::prelude::*;
 
@@ -95,31 +65,31 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PHASE_INDEXING", progress::PHASE_INDEXING)?;
     m.add("PHASE_RESOLVING", progress::PHASE_RESOLVING)?;
     m.add("PHASE_CHECKSUM", progress::PHASE_CHECKSUM)?;
-    m.add_class::<py_index::PackIndexer>()?;
-    m.add_class::<py_format::Sha1>()?;
-    m.add_class::<py_write::RevList>()?;
-    m.add_class::<py_write::PackWriter>()?;
-    m.add_class::<py_write::ObjectCheck>()?;
-    m.add_class::<py_delta::DeltaIndex>()?;
-    m.add_class::<py_delta::DeltaSearch>()?;
-    m.add_function(wrap_pyfunction!(py_bitmap::pack_bitmap, m)?)?;
-    m.add_function(wrap_pyfunction!(py_write::loose_header, m)?)?;
-    m.add_function(wrap_pyfunction!(py_write::read_loose, m)?)?;
-    m.add_function(wrap_pyfunction!(py_write::id_sort_order, m)?)?;
-    m.add_function(wrap_pyfunction!(py_write::find_ids, m)?)?;
-    m.add_function(wrap_pyfunction!(py_write::find_hits, m)?)?;
-    m.add_function(wrap_pyfunction!(py_format::object_id, m)?)?;
+    m.add_class::<python::index::PackIndexer>()?;
+    m.add_class::<python::format::Sha1>()?;
+    m.add_class::<python::write::RevList>()?;
+    m.add_class::<python::write::PackWriter>()?;
+    m.add_class::<python::write::ObjectCheck>()?;
+    m.add_class::<python::delta::DeltaIndex>()?;
+    m.add_class::<python::delta::DeltaSearch>()?;
+    m.add_function(wrap_pyfunction!(python::bitmap::pack_bitmap, m)?)?;
+    m.add_function(wrap_pyfunction!(python::write::loose_header, m)?)?;
+    m.add_function(wrap_pyfunction!(python::write::read_loose, m)?)?;
+    m.add_function(wrap_pyfunction!(python::write::id_sort_order, m)?)?;
+    m.add_function(wrap_pyfunction!(python::write::find_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(python::write::find_hits, m)?)?;
+    m.add_function(wrap_pyfunction!(python::format::object_id, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
-    m.add_function(wrap_pyfunction!(py_format::read_entry_headers, m)?)?;
-    m.add_function(wrap_pyfunction!(py_format::range_crcs, m)?)?;
-    m.add_function(wrap_pyfunction!(py_orders::add_families, m)?)?;
-    m.add_function(wrap_pyfunction!(py_orders::bases_first, m)?)?;
-    m.add_function(wrap_pyfunction!(py_orders::chain_roots_depths, m)?)?;
-    m.add_function(wrap_pyfunction!(py_format::file_sha1, m)?)?;
-    m.add_function(wrap_pyfunction!(py_seek::parse_pack_access, m)?)?;
-    m.add_function(wrap_pyfunction!(py_seek::near_read, m)?)?;
-    m.add_function(wrap_pyfunction!(py_format::apply_delta, m)?)?;
-    m.add_function(wrap_pyfunction!(py_format::parse_entry_header, m)?)?;
-    m.add_function(wrap_pyfunction!(py_format::encode_entry_header, m)?)?;
+    m.add_function(wrap_pyfunction!(python::format::read_entry_headers, m)?)?;
+    m.add_function(wrap_pyfunction!(python::format::range_crcs, m)?)?;
+    m.add_function(wrap_pyfunction!(python::orders::add_families, m)?)?;
+    m.add_function(wrap_pyfunction!(python::orders::bases_first, m)?)?;
+    m.add_function(wrap_pyfunction!(python::orders::chain_roots_depths, m)?)?;
+    m.add_function(wrap_pyfunction!(python::format::file_sha1, m)?)?;
+    m.add_function(wrap_pyfunction!(python::seek::parse_pack_access, m)?)?;
+    m.add_function(wrap_pyfunction!(python::seek::near_read, m)?)?;
+    m.add_function(wrap_pyfunction!(python::format::apply_delta, m)?)?;
+    m.add_function(wrap_pyfunction!(python::format::parse_entry_header, m)?)?;
+    m.add_function(wrap_pyfunction!(python::format::encode_entry_header, m)?)?;
     Ok(())
 }

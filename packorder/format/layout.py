@@ -61,6 +61,20 @@ class PackLayout:
     def count(self) -> int:
         return len(self.offsets)
 
+    def native_source(self, crcs: bytes = b"") -> tuple:
+        """The pack as the native core reads it (path, offsets, where the entries end, header
+        lengths, stored types, sizes, base positions, CRCs in pack order or b"")."""
+        return (
+            str(self.pack_path),
+            self.offsets.astype(np.uint64).tobytes(),
+            self.data_end,
+            self.header_lens.astype(np.uint8).tobytes(),
+            self.kinds.astype(np.uint8).tobytes(),
+            self.sizes.astype(np.uint64).tobytes(),
+            self.base.astype(np.int64).tobytes(),
+            crcs,
+        )
+
     @property
     def data_end(self) -> int:
         """Where the entries end: the trailer's offset (12, after the header, when empty)."""

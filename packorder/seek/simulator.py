@@ -30,7 +30,7 @@ import numpy as np
 from packorder.errors import UsageError
 from packorder.format.layout import NO_BASE, PackLayout
 from packorder.format.pack import OBJ_OFS_DELTA, RAWSZ
-from packorder.order_catalog import check_orders
+from packorder.orders.catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze
 from packorder.seek.api import DEFAULT_NEAR, DEFAULT_THRESHOLD, Measurement, describe_view, measure
@@ -41,7 +41,7 @@ from packorder.seek.trace import READS, REQUESTS, Trace
 from packorder.seek.workloads import WorkloadSpec
 
 if TYPE_CHECKING:
-    from packorder.placement import PlannedLayout
+    from packorder.repacking.placement import PlannedLayout
 
 PACK_HEADER = 12  # "PACK", version, count
 
@@ -84,10 +84,10 @@ def plan(
     repo: str | os.PathLike[str] | None, orders: Sequence[str], progress: ProgressCallback | None = None
 ) -> list[PlannedPack]:
     """Enumerate the repository once and plan the pack each order would write."""
-    from packorder.object_ids import keys, lookup
-    from packorder.order import ORDERS
-    from packorder.placement import plan_layout
-    from packorder.repo import LOOSE, enumerate_objects, object_history, open_repository
+    from packorder.orders.permutations import ORDERS
+    from packorder.repacking.placement import plan_layout
+    from packorder.repacking.repo import LOOSE, enumerate_objects, object_history, open_repository
+    from packorder.store.object_ids import keys, lookup
 
     orders = check_orders(orders, "simulate")
     repository = open_repository(repo)
@@ -145,7 +145,7 @@ def _as_pack(planned: PlannedLayout, kinds: np.ndarray, object_sizes: np.ndarray
 def relay(trace: Trace, layouts: Sequence[PackLayout], planned: PackLayout) -> tuple[Trace, list[PackLayout]]:
     """The requests of `trace` (located in `layouts`), each moved to the object's place in the
     planned pack (pack 0 of the result); objects the plan lacks stay in their own packs."""
-    from packorder.object_ids import keys, lookup
+    from packorder.store.object_ids import keys, lookup
 
     if trace.positions is None:
         trace = analyze.locate(trace, layouts)

@@ -65,7 +65,7 @@ def share_below(distances: np.ndarray, threshold: int) -> float | None:
 def near_read(pack_index: np.ndarray, starts: np.ndarray, ends: np.ndarray, near: int) -> np.ndarray:
     """For each access, whether an entry read earlier from the same pack lies within `near`
     bytes of its entry [start, end). Entries of one pack must not overlap (pack entries don't).
-    Computed natively (`native/src/nearness.rs`): an access is near when it repeats an entry,
+    Computed natively (`native/src/seek/nearness.rs`): an access is near when it repeats an entry,
     or when an entry within reach of its own was first read before it."""
     flags = _native.near_read(
         np.ascontiguousarray(pack_index, dtype=np.int32).tobytes(),

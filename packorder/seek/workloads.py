@@ -17,10 +17,10 @@ from packorder.errors import RepositoryError, UsageError
 from packorder.format.layout import PackLayout
 from packorder.format.layout import load as load_layout
 from packorder.gitcmd import Config, run
-from packorder.object_store import list_packs
 from packorder.progress import ProgressCallback
 from packorder.seek import choose, pack_access, pread, runner
 from packorder.seek.trace import Recording, concat
+from packorder.store.listing import list_packs
 
 NAMES = ("log", "log-path", "blame", "pack-recent", "index-pack", "custom")
 TAKES_PATH = ("log-path", "blame")

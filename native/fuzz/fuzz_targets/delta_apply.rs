@@ -9,8 +9,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let split = (data[0] as usize * data.len() / 256).min(data.len() - 1).max(1);
     let (base, delta) = data[1..].split_at(split - 1);
-    if let Ok(out) = _native::delta::apply_delta(base, delta, 12, 1 << 24) {
-        let (_, declared, _) = _native::delta::delta_sizes(delta, 12).unwrap();
+    if let Ok(out) = _native::pack::delta::apply_delta(base, delta, 12, 1 << 24) {
+        let (_, declared, _) = _native::pack::delta::delta_sizes(delta, 12).unwrap();
         assert_eq!(out.len() as u64, declared);
     }
 });

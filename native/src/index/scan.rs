@@ -1,0 +1,311 @@
+//! The first pass: read every entry once, in order: header, inflate (to find where the entry
+//! ends and check its size), crc32 of the raw entry, and the id of every whole object.
+//!
+//! Entry boundaries are only known by inflating, which makes the pass sequential. We split it
+//! anyway: each extra thread starts at a guessed entry boundary in the middle of the pack,
+//! confirmed by inflating two consecutive entries there. Parsing from a true boundary is
+//! deterministic, so when the thread before it reaches the same offset the two chains agree
+//! from there on; a wrong guess only costs the work of that thread (we splice wherever the
+//! chains meet, or re-parse sequentially if they never do).
+
+use crate::error::{PackError, Result};
+pub use crate::index::scanner::WHOLE_LIMIT;
+use crate::index::scanner::{Scanner, SYNC_SPAN};
+use crate::index::table::Table;
+use crate::pack::entry::RAWSZ;
+use crate::pack::hash::FileChecksum;
+use crate::pack::source::PackFile;
+use crate::progress::{Progress, PHASE_INDEXING};
+
+pub const PACK_HEADER_LEN: u64 = 12;
+
+#[derive(Debug, Clone, Copy)]
+pub struct PackHeader {
+    pub version: u32,
+    pub count: u32,
+}
+
+pub fn read_header(pack: &PackFile) -> Result<PackHeader> {
+    if pack.len < PACK_HEADER_LEN + RAWSZ as u64 {
+        return Err(PackError::at(
+            0,
+            format!("file of {} bytes is too short to be a pack", pack.len),
+        ));
+    }
+    let mut hdr = [0u8; 12];
+    pack.read_exact_at(&mut hdr, 0)?;
+    if &hdr[0..4] != b"PACK" {
+        return Err(PackError::at(0, "bad pack signature (not a pack file)"));
+    }
+    let version = u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
+    if version != 2 && version != 3 {
+        return Err(PackError::at(
+            4,
+            format!("pack version {version} is not supported"),
+        ));
+    }
+    let count = u32::from_be_bytes([hdr[8], hdr[9], hdr[10], hdr[11]]);
+    Ok(PackHeader { version, count })
+}
+
+pub struct ScanOptions {
+    pub threads: usize,
+    pub detect_collisions: bool,
+    /// Packs smaller than this are scanned by one thread (splitting costs a boundary search).
+    pub split_min_bytes: u64,
+    /// Entries inflating to more than this are streamed rather than inflated whole.
+    pub whole_limit: u64,
+}
+
+pub const DEFAULT_SPLIT_MIN_BYTES: u64 = 4 * SYNC_SPAN;
+
+pub struct ScanResult {
+    pub header: PackHeader,
+    pub table: Table,
+    pub checksum: [u8; RAWSZ],
+}
+
+struct Region {
+    start: u64,
+    table: Table,
+    end: u64,
+    error: Option<PackError>,
+}
+
+fn scan_region(
+    pack: &PackFile,
+    limit: u64,
+    start: u64,
+    stop: u64,
+    expected: usize,
+    opts: &ScanOptions,
+    progress: &Progress,
+) -> Region {
+    let mut scanner = Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit);
+    let mut table = Table::default();
+    // Sized up front: growing by reallocation leaves the old blocks behind as heap fragments.
+    table.reserve(expected);
+    let mut at = start;
+    let mut error = None;
+    while at < stop && at < limit {
+        if table.len() % 4096 == 0 {
+            if let Err(e) = progress.check_cancelled() {
+                error = Some(e);
+                break;
+            }
+        }
+        match scanner.entry(at, &mut table) {
+            Ok(next) => at = next,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+        progress.add(1);
+    }
+    Region {
+        start,
+        table,
+        end: at,
+        error,
+    }
+}
+
+fn checksum_of(pack: &PackFile, limit: u64, progress: &Progress) -> Result<[u8; RAWSZ]> {
+    let mut sum = FileChecksum::default();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    while at < limit {
+        progress.check_cancelled()?;
+        let n = pack.read_upto(&mut buf, at, limit)?;
+        sum.update(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(sum.finish())
+}
+
+/// Run the first pass over the whole pack.
+pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<ScanResult> {
+    let header = read_header(pack)?;
+    let limit = pack.len - RAWSZ as u64;
+    let count = u64::from(header.count);
+    progress.start(PHASE_INDEXING, count);
+
+    // Split points, found in parallel.
+    let threads = opts.threads.max(1);
+    let span = limit - PACK_HEADER_LEN;
+    let mut starts = vec![PACK_HEADER_LEN];
+    if threads > 1 && span > opts.split_min_bytes && count > threads as u64 {
+        let found: Vec<Option<u64>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (1..threads)
+                .map(|i| {
+                    let from = PACK_HEADER_LEN + span / threads as u64 * i as u64;
+                    s.spawn(move || {
+                        Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit)
+                            .find_boundary(from)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(None))
+                .collect()
+        });
+        starts.extend(found.into_iter().flatten());
+        starts.dedup();
+    }
+
+    let (regions, checksum) = std::thread::scope(|s| {
+        let sum = s.spawn(|| checksum_of(pack, limit, progress));
+        let handles: Vec<_> = starts
+            .iter()
+            .enumerate()
+            .map(|(i, &start)| {
+                let stop = starts.get(i + 1).copied().unwrap_or(limit);
+                // Entries are spread over the pack about evenly by bytes.
+                let share =
+                    (count as u128 * u128::from(stop - start) / u128::from(span.max(1))) as usize;
+                let expected = (share + share / 16 + 64)
+                    .min(count as usize)
+                    .min(((stop - start) / 8) as usize + 64);
+                s.spawn(move || scan_region(pack, limit, start, stop, expected, opts, progress))
+            })
+            .collect();
+        // A thread that panicked (a bug, not the data: every data error is a Region's or the
+        // checksum's own error) becomes an error too, not an abort.
+        let regions: Vec<Region> = handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Region {
+                    start: PACK_HEADER_LEN,
+                    table: Table::default(),
+                    end: PACK_HEADER_LEN,
+                    error: Some(PackError::general("internal error: a scan thread failed")),
+                })
+            })
+            .collect();
+        let sum = sum.join().unwrap_or_else(|_| {
+            Err(PackError::general(
+                "internal error: the checksum thread failed",
+            ))
+        });
+        (regions, sum)
+    });
+    progress.check_cancelled()?;
+
+    let (mut table, end) = stitch(pack, limit, count, regions, opts)?;
+    if (table.len() as u64) < count {
+        return Err(PackError::at(
+            end,
+            format!(
+                "pack is truncated: it declares {count} objects but holds {}",
+                table.len()
+            ),
+        ));
+    }
+    let junk_at = if table.len() as u64 > count {
+        table.entries.offsets[count as usize]
+    } else {
+        end
+    };
+    if junk_at != limit {
+        // A SHA-256 pack read as SHA-1 ends its last entry 12 bytes early (a 32-byte trailer).
+        let hint = if limit.checked_sub(junk_at) == Some(12) {
+            " (12 bytes: a SHA-256 pack? only SHA-1 packs are supported)"
+        } else {
+            ""
+        };
+        return Err(PackError::at(
+            junk_at,
+            format!("pack has junk at the end{hint}"),
+        ));
+    }
+    table.truncate(count as usize);
+    table.entries.data_end = limit;
+
+    let checksum = checksum?;
+    let mut trailer = [0u8; RAWSZ];
+    pack.read_exact_at(&mut trailer, limit)?;
+    if checksum != trailer {
+        return Err(PackError::at(
+            limit,
+            format!(
+                "pack checksum mismatch: the trailer says {}, the contents hash to {}",
+                crate::pack::hash::hex(&trailer),
+                crate::pack::hash::hex(&checksum)
+            ),
+        ));
+    }
+    Ok(ScanResult {
+        header,
+        table,
+        checksum,
+    })
+}
+
+/// Join the regions into one table in pack order, re-parsing wherever two threads' chains of
+/// entries do not meet. Stops once `count` entries are known.
+fn stitch(
+    pack: &PackFile,
+    limit: u64,
+    count: u64,
+    regions: Vec<Region>,
+    opts: &ScanOptions,
+) -> Result<(Table, u64)> {
+    let mut regions = regions.into_iter();
+    // The first region starts at the first entry: its table becomes the result, uncopied.
+    let Some(first) = regions.next() else {
+        return Ok((Table::default(), PACK_HEADER_LEN));
+    };
+    let mut table = first.table;
+    let mut cur = first.end;
+    if let Some(e) = first.error {
+        if (table.len() as u64) < count {
+            return Err(e);
+        }
+    }
+    let rest: Vec<Region> = regions.collect();
+    table.reserve(rest.iter().map(|r| r.table.len()).sum());
+    let mut scanner: Option<Scanner> = None;
+    for region in rest {
+        if table.len() as u64 >= count {
+            break;
+        }
+        let from = loop {
+            if cur == region.start {
+                break Some(0);
+            }
+            if let Ok(i) = region.table.entries.offsets.binary_search(&cur) {
+                break Some(i);
+            }
+            if cur >= region.end {
+                break None;
+            }
+            // The chains have not met: continue sequentially from `cur`.
+            let sc = scanner.get_or_insert_with(|| {
+                Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit)
+            });
+            cur = sc.entry(cur, &mut table)?;
+            if table.len() as u64 >= count {
+                break None;
+            }
+        };
+        if let Some(from) = from {
+            table.append_from(&region.table, from);
+            cur = region.end;
+            if let Some(e) = region.error {
+                if (table.len() as u64) < count {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    // A region may have stopped at its split point without reaching the pack's end.
+    while (table.len() as u64) < count && cur < limit {
+        let sc = scanner.get_or_insert_with(|| {
+            Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit)
+        });
+        cur = sc.entry(cur, &mut table)?;
+    }
+    Ok((table, cur))
+}

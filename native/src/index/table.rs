@@ -1,0 +1,145 @@
+//! The indexer's table of one pack, struct-of-arrays in pack (offset) order: about 60 bytes
+//! an entry, so ten million entries stay well under a gigabyte.
+
+use crate::error::{PackError, Result};
+use crate::pack::entry::{is_delta, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA};
+use crate::pack::pack_entries::Entries;
+
+/// A pack being indexed: its entries (filled while scanning; `entries.bases` stays empty, the
+/// bases are kept as below until the delta forest is built) and what indexing finds out.
+#[derive(Default)]
+pub struct Table {
+    pub entries: Entries,
+    /// For OFS_DELTA entries the absolute offset of the base entry, else 0. Emptied once the
+    /// delta forest is built from it (see resolve::Forest), to save 8 bytes an entry.
+    pub ofs_bases: Vec<u64>,
+    /// For REF_DELTA entries: (base id, entry index).
+    pub ref_bases: Vec<(ObjectId, u32)>,
+    /// Object ids: known after pass 1 for whole objects, after resolution for deltas.
+    pub oids: Vec<ObjectId>,
+    /// The object's type once known (1-4), 0 while unresolved.
+    pub real_kinds: Vec<u8>,
+}
+
+impl Table {
+    pub fn len(&self) -> usize {
+        self.entries.offsets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.offsets.is_empty()
+    }
+
+    pub fn reserve(&mut self, n: usize) {
+        self.entries.offsets.reserve_exact(n);
+        self.entries.kinds.reserve_exact(n);
+        self.entries.header_lens.reserve_exact(n);
+        self.entries.sizes.reserve_exact(n);
+        self.entries.crcs.reserve_exact(n);
+        self.ofs_bases.reserve_exact(n);
+        self.oids.reserve_exact(n);
+        self.real_kinds.reserve_exact(n);
+    }
+
+    pub fn delta_count(&self) -> usize {
+        self.entries.kinds.iter().filter(|&&k| is_delta(k)).count()
+    }
+
+    /// Append the entries `from..` of `other` (a region scanned by another thread).
+    pub fn append_from(&mut self, other: &Table, from: usize) {
+        let base = self.len() as u32;
+        self.entries
+            .offsets
+            .extend_from_slice(&other.entries.offsets[from..]);
+        self.entries
+            .kinds
+            .extend_from_slice(&other.entries.kinds[from..]);
+        self.entries
+            .header_lens
+            .extend_from_slice(&other.entries.header_lens[from..]);
+        self.entries
+            .sizes
+            .extend_from_slice(&other.entries.sizes[from..]);
+        self.entries
+            .crcs
+            .extend_from_slice(&other.entries.crcs[from..]);
+        self.ofs_bases.extend_from_slice(&other.ofs_bases[from..]);
+        self.oids.extend_from_slice(&other.oids[from..]);
+        self.real_kinds.extend_from_slice(&other.real_kinds[from..]);
+        for &(id, idx) in &other.ref_bases {
+            if idx as usize >= from {
+                self.ref_bases.push((id, idx - from as u32 + base));
+            }
+        }
+    }
+
+    /// Keep only the first `n` entries.
+    pub fn truncate(&mut self, n: usize) {
+        self.entries.offsets.truncate(n);
+        self.entries.kinds.truncate(n);
+        self.entries.header_lens.truncate(n);
+        self.entries.sizes.truncate(n);
+        self.entries.crcs.truncate(n);
+        self.ofs_bases.truncate(n);
+        self.oids.truncate(n);
+        self.real_kinds.truncate(n);
+        self.ref_bases.retain(|&(_, i)| (i as usize) < n);
+    }
+
+    /// For each OFS_DELTA, the index of its base entry, as children lists (CSR): the deltas
+    /// based on entry `i` are `list[start[i]..start[i+1]]`, in pack order.
+    pub fn ofs_children(&self) -> Result<(Vec<u32>, Vec<u32>)> {
+        let n = self.len();
+        let mut base_of = vec![u32::MAX; n];
+        for (i, slot) in base_of.iter_mut().enumerate() {
+            if self.entries.kinds[i] == OBJ_OFS_DELTA {
+                let b = self.ofs_bases[i];
+                match self.entries.offsets[..i].binary_search(&b) {
+                    Ok(k) => *slot = k as u32,
+                    Err(_) => {
+                        return Err(PackError::at(
+                            self.entries.offsets[i],
+                            format!("delta base offset {b} is not the start of an entry"),
+                        ))
+                    }
+                }
+            }
+        }
+        let mut start = vec![0u32; n + 1];
+        for &b in &base_of {
+            if b != u32::MAX {
+                start[b as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut list = vec![0u32; start[n] as usize];
+        for (i, &b) in base_of.iter().enumerate() {
+            if b != u32::MAX {
+                list[fill[b as usize] as usize] = i as u32;
+                fill[b as usize] += 1;
+            }
+        }
+        Ok((start, list))
+    }
+
+    /// REF_DELTA entries sorted by base id (then pack order), for lookup by a resolved id.
+    pub fn sorted_ref_bases(&self) -> Vec<(ObjectId, u32)> {
+        let mut v = self.ref_bases.clone();
+        v.sort_unstable();
+        v
+    }
+
+    pub fn is_ref_delta(&self, i: usize) -> bool {
+        self.entries.kinds[i] == OBJ_REF_DELTA
+    }
+}
+
+/// The REF_DELTA entries waiting for the object `id`.
+pub fn ref_children<'a>(sorted: &'a [(ObjectId, u32)], id: &ObjectId) -> &'a [(ObjectId, u32)] {
+    let lo = sorted.partition_point(|(b, _)| b < id);
+    let hi = lo + sorted[lo..].partition_point(|(b, _)| b == id);
+    &sorted[lo..hi]
+}

@@ -1,0 +1,76 @@
+//! Completing a thin pack: bases that REF_DELTA entries name but the pack lacks are appended as
+//! whole objects, then the header's object count and the trailer are rewritten.
+
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+
+use crate::error::{PackError, Result};
+use crate::index::table::Table;
+use crate::pack::entry::{encode_type_size, ObjectId, RAWSZ};
+use crate::pack::hash::FileChecksum;
+use crate::pack::source::PackFile;
+
+/// Append one whole object, whose id is `oid`, at the end of the entries (over the old
+/// trailer). Returns its index.
+pub fn append_object(
+    pack: &mut PackFile,
+    table: &mut Table,
+    kind: u8,
+    data: &[u8],
+    oid: ObjectId,
+    level: u32,
+) -> Result<u32> {
+    let offset = table.entries.data_end;
+    let mut entry = Vec::with_capacity(data.len() / 2 + 32);
+    encode_type_size(kind, data.len() as u64, &mut entry);
+    let header_len = entry.len();
+    let mut z = flate2::write::ZlibEncoder::new(entry, flate2::Compression::new(level.min(9)));
+    z.write_all(data)
+        .map_err(|e| PackError::io("cannot compress a base", e))?;
+    let entry = z
+        .finish()
+        .map_err(|e| PackError::io("cannot compress a base", e))?;
+    pack.file
+        .write_all_at(&entry, offset)
+        .map_err(|e| PackError::at(offset, format!("cannot append a base to the pack: {e}")))?;
+    let idx = table.len() as u32;
+    table.entries.offsets.push(offset);
+    table.entries.kinds.push(kind);
+    table.entries.header_lens.push(header_len as u8);
+    table.entries.sizes.push(data.len() as u64);
+    table.entries.crcs.push(crc32fast::hash(&entry));
+    table.oids.push(oid);
+    table.real_kinds.push(kind);
+    table.entries.data_end = offset + entry.len() as u64;
+    pack.len = table.entries.data_end;
+    Ok(idx)
+}
+
+/// Rewrite the object count and the trailer after appending; returns the new checksum.
+pub fn finish(pack: &mut PackFile, table: &Table) -> Result<[u8; RAWSZ]> {
+    let count = u32::try_from(table.len())
+        .map_err(|_| PackError::general("too many objects for one pack"))?;
+    pack.file
+        .write_all_at(&count.to_be_bytes(), 8)
+        .map_err(|e| PackError::io("cannot rewrite the pack header", e))?;
+    pack.file
+        .set_len(table.entries.data_end)
+        .map_err(|e| PackError::io("cannot truncate the pack", e))?;
+    let mut sum = FileChecksum::default();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = 0u64;
+    while at < table.entries.data_end {
+        let n = pack.read_upto(&mut buf, at, table.entries.data_end)?;
+        sum.update(&buf[..n]);
+        at += n as u64;
+    }
+    let checksum = sum.finish();
+    pack.file
+        .write_all_at(&checksum, table.entries.data_end)
+        .map_err(|e| PackError::io("cannot write the pack trailer", e))?;
+    pack.file
+        .sync_all()
+        .map_err(|e| PackError::io("cannot sync the pack", e))?;
+    pack.len = table.entries.data_end + RAWSZ as u64;
+    Ok(checksum)
+}

@@ -1,0 +1,15 @@
+//! The pack format and reading objects: entry headers, the entries of a pack in pack order,
+//! positioned reads, inflate, deltas and the one delta-chain decoder, object ids, loose
+//! objects, and whole objects read through a cache.
+
+pub mod delta;
+pub mod delta_chain;
+pub mod entry;
+pub mod entry_headers;
+pub mod hash;
+pub mod ids;
+pub mod inflate;
+pub mod loose;
+pub mod object_read;
+pub mod pack_entries;
+pub mod source;

@@ -1,0 +1,104 @@
+//! Arrays that Python passes as bytes (native-endian numpy buffers), decoded; and the pack
+//! sources that the writer and the delta search both read, decoded from those arrays.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::pack::pack_entries::{Entries, PackEntries};
+use crate::pack::source::PackFile;
+use crate::to_py_err;
+
+fn decode<T, const N: usize>(b: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
+    b.chunks_exact(N)
+        .map(|c| f(c.try_into().unwrap_or([0; N])))
+        .collect()
+}
+
+pub(crate) fn u64s(b: &[u8]) -> Vec<u64> {
+    decode(b, u64::from_ne_bytes)
+}
+
+pub(crate) fn i64s(b: &[u8]) -> Vec<i64> {
+    decode(b, i64::from_ne_bytes)
+}
+
+pub(crate) fn u32s(b: &[u8]) -> Vec<u32> {
+    decode(b, u32::from_ne_bytes)
+}
+
+pub(crate) fn i32s(b: &[u8]) -> Vec<i32> {
+    decode(b, i32::from_ne_bytes)
+}
+
+/// `values` as bytes, each by `f` (`u64::to_ne_bytes` for a native-endian numpy array, which
+/// `np.frombuffer` reads back): the way back of `decode`.
+pub(crate) fn bytes_of<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * N);
+    for &v in values {
+        out.extend_from_slice(&f(v));
+    }
+    out
+}
+
+pub(crate) type Col<'py> = Bound<'py, PyBytes>;
+
+/// A source pack as Python describes it: (path, offsets u64, end of its entries, header_lens
+/// u8, kinds u8, sizes u64, bases i64, crcs u32 or empty), every array in pack order.
+pub(crate) type SourceArgs<'py> = (
+    PathBuf,
+    Col<'py>,
+    u64,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+    Col<'py>,
+);
+
+/// Open and check one source pack: columns of one length, offsets ascending within its
+/// entries, delta bases within the pack.
+pub(crate) fn source(args: SourceArgs<'_>) -> PyResult<PackEntries> {
+    let (path, offsets, data_end, header_lens, kinds, sizes, bases, crcs) = args;
+    let pack = PackFile::open(&path, false).map_err(to_py_err)?;
+    let e = Entries {
+        offsets: u64s(offsets.as_bytes()),
+        kinds: kinds.as_bytes().to_vec(),
+        header_lens: header_lens.as_bytes().to_vec(),
+        sizes: u64s(sizes.as_bytes()),
+        crcs: u32s(crcs.as_bytes()),
+        bases: i64s(bases.as_bytes()),
+        data_end,
+    };
+    let n = e.offsets.len();
+    let lengths = [
+        e.header_lens.len(),
+        e.kinds.len(),
+        e.sizes.len(),
+        e.bases.len(),
+    ];
+    if lengths.iter().any(|&l| l != n) || !(e.crcs.is_empty() || e.crcs.len() == n) {
+        return Err(bad_source(&path, "columns differ in length"));
+    }
+    if e.offsets.windows(2).any(|w| w[0] >= w[1])
+        || e.offsets.last().is_some_and(|&o| o >= data_end)
+    {
+        return Err(bad_source(
+            &path,
+            "offsets not ascending within the entries",
+        ));
+    }
+    if e.bases.iter().any(|&b| b >= n as i64) {
+        return Err(bad_source(&path, "a delta base out of range"));
+    }
+    Ok(PackEntries {
+        pack,
+        path,
+        entries: e,
+    })
+}
+
+fn bad_source(path: &std::path::Path, what: &str) -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(format!("bad pack source {}: {what}", path.display()))
+}

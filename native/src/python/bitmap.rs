@@ -1,0 +1,137 @@
+//! The Python face of the bitmap writer: one call, run without the GIL.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::bitmap::file::{self, BitmapError, Input};
+use crate::bitmap::reach::{read_graph, Objects};
+use crate::pack::entry_headers::read_entries;
+use crate::pack::object_read::Store;
+use crate::pack::pack_entries::PackEntries;
+use crate::pack::source::PackFile;
+use crate::python::arrays::{i64s, u32s, u64s};
+use crate::python::write::id_column;
+use crate::{to_py_err, PackFormatError};
+
+type BitmapOutcome<'py> = (
+    Option<Bound<'py, PyBytes>>,
+    usize,
+    usize,
+    String,
+    (usize, usize),
+);
+
+/// The `.bitmap` of a pack just written and verified, from its entries in pack order (start
+/// offsets, where they end, base positions or -1, real types, ids, path-name hashes) and the pack
+/// positions of the commits to give a bitmap; `hash_cache` writes the path-name hashes.
+/// Returns (bytes, bitmaps, of them XORed, "", (edge targets stored, edges named)) or, when
+/// the pack names an object it does not hold (it cannot have a bitmap of its own),
+/// (None, 0, 0, why, edges).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn pack_bitmap<'py>(
+    py: Python<'py>,
+    pack_path: PathBuf,
+    offsets: &[u8],
+    data_end: u64,
+    bases: &[u8],
+    kinds: &[u8],
+    oids: &[u8],
+    name_hashes: &[u8],
+    selected: &[u8],
+    checksum: &[u8],
+    hash_cache: bool,
+    threads: usize,
+    object_limit: u64,
+) -> PyResult<BitmapOutcome<'py>> {
+    let (offsets, bases) = (u64s(offsets), i64s(bases));
+    let (name_hashes, selected) = (u32s(name_hashes), u32s(selected));
+    let oids = id_column(oids, "pack_bitmap")?;
+    let n = kinds.len();
+    let checksum: crate::pack::entry::ObjectId = checksum.try_into().map_err(|_| {
+        pyo3::exceptions::PyValueError::new_err("pack_bitmap: checksum of 20 bytes")
+    })?;
+    if [offsets.len(), bases.len(), oids.len(), name_hashes.len()]
+        .iter()
+        .any(|&l| l != n)
+        || bases.iter().any(|&b| b >= n as i64)
+        || selected
+            .iter()
+            .any(|&s| s as usize >= n || kinds[s as usize] != crate::pack::entry::OBJ_COMMIT)
+    {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "pack_bitmap: columns differ in length, or a base or selected commit out of range",
+        ));
+    }
+    let pack = PackFile::open(&pack_path, false).map_err(to_py_err)?;
+    let outcome = py.detach(|| -> crate::error::Result<_> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()
+            .map_err(|e| crate::error::PackError::at(0, e.to_string()))?;
+        let order = crate::pack::ids::sort_order(oids);
+        let sorted_ids: Vec<_> = order.iter().map(|&i| oids[i as usize]).collect();
+        let mut index_pos = vec![0u32; n];
+        for (k, &i) in order.iter().enumerate() {
+            index_pos[i as usize] = k as u32;
+        }
+        // The reader rebuilds objects from the entries as stored: their headers, read here.
+        let mut entries = read_entries(&pack, offsets, data_end)?;
+        entries.bases = bases;
+        let store = Store::new(
+            vec![PackEntries {
+                pack,
+                path: pack_path.clone(),
+                entries,
+            }],
+            Vec::new(),
+            object_limit,
+        )?;
+        let objects = Objects {
+            entries: &store.packs[0].entries,
+            kinds,
+            sorted_ids: &sorted_ids,
+            sorted_pos: &order,
+            index_pos: &index_pos,
+        };
+        let graph = read_graph(&store, &objects, &pool)?;
+        drop(store);
+        drop(sorted_ids);
+        let input = Input {
+            kinds,
+            graph: &graph,
+            selected: &selected,
+            index_pos: &index_pos,
+            name_hashes: &name_hashes,
+            hash_cache,
+            pack_checksum: &checksum,
+        };
+        Ok((graph.sizes(), file::write(&input)))
+    });
+    match outcome {
+        Ok((edges, Ok((bytes, stats)))) => Ok((
+            Some(PyBytes::new(py, &bytes)),
+            stats.bitmaps,
+            stats.xored,
+            String::new(),
+            edges,
+        )),
+        Ok((_, Err(BitmapError::Corrupt(message)))) => {
+            Err(PackFormatError::new_err((message, py.None())))
+        }
+        Ok((edges, Err(BitmapError::Outside(from, missing)))) => Ok((
+            None,
+            0,
+            0,
+            format!(
+                "{} names {}, which is not in the pack",
+                crate::pack::hash::hex(&oids[from as usize]),
+                crate::pack::hash::hex(&missing)
+            ),
+            edges,
+        )),
+        Err(e) => Err(to_py_err(e)),
+    }
+}

@@ -1,0 +1,395 @@
+//! The Python face of the indexer: a handle whose long calls release the GIL, whose progress a
+//! Python thread can poll, and which can be cancelled from that thread.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use rayon::prelude::*;
+
+use crate::error::PackError;
+use crate::index::resolve::{resolve, unresolved, Forest, ResolveOptions, ResolveStats};
+use crate::index::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES};
+use crate::index::table::Table;
+use crate::pack::entry::{is_delta, ObjectId, OBJ_COMMIT, OBJ_TAG};
+use crate::pack::hash::object_id;
+use crate::pack::source::PackFile;
+use crate::progress::{Progress, PHASE_RESOLVING};
+use crate::python::arrays::bytes_of;
+use crate::{index::thin, to_py_err};
+
+struct State {
+    pack: PackFile,
+    threads: usize,
+    split_min_bytes: u64,
+    detect_collisions: bool,
+    resolve_opts: ResolveOptions,
+    pool: rayon::ThreadPool,
+    header: Option<PackHeader>,
+    checksum: Option<ObjectId>,
+    table: Option<Table>,
+    forest: Option<Forest>,
+    stats: ResolveStats,
+    /// For each missing base, the REF_DELTA entries that name it (missing_bases).
+    wanting: HashMap<ObjectId, Vec<u32>>,
+    appended: u32,
+    /// Offsets of the entries read while resolving, in order, when tracing.
+    trace: Vec<u64>,
+}
+
+#[pyclass(frozen, module = "packorder._native")]
+pub struct PackIndexer {
+    progress: Arc<Progress>,
+    state: Mutex<State>,
+}
+
+fn not_scanned() -> PyErr {
+    pyo3::exceptions::PyRuntimeError::new_err("the pack has not been scanned yet")
+}
+
+impl PackIndexer {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// An eighth of the budget a thread: above it objects are streamed in pass 1 and resolved
+/// one at a time in pass 2, so per-thread buffers together stay within a quarter of the budget.
+fn per_thread_share(budget: u64, threads: usize) -> u64 {
+    (budget / (8 * threads.max(1) as u64)).clamp(1 << 20, 64 << 20)
+}
+
+fn add_stats(total: &mut ResolveStats, s: ResolveStats) {
+    total.resolved += s.resolved;
+    total.base_inflations += s.base_inflations;
+    total.delta_inflations += s.delta_inflations;
+    total.rebuilds += s.rebuilds;
+    total.evictions += s.evictions;
+    total.peak_kept = total.peak_kept.max(s.peak_kept);
+}
+
+#[pymethods]
+impl PackIndexer {
+    #[new]
+    #[pyo3(signature = (path, threads, budget, object_limit, detect_collisions=true, writable=false, split_min_bytes=None, trace=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        path: PathBuf,
+        threads: usize,
+        budget: u64,
+        object_limit: u64,
+        detect_collisions: bool,
+        writable: bool,
+        split_min_bytes: Option<u64>,
+        trace: bool,
+    ) -> PyResult<Self> {
+        let threads = threads.max(1);
+        let pack = PackFile::open(&path, writable).map_err(to_py_err)?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("packorder-resolve-{i}"))
+            .build()
+            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+        Ok(PackIndexer {
+            progress: Arc::new(Progress::default()),
+            state: Mutex::new(State {
+                pack,
+                threads,
+                split_min_bytes: split_min_bytes.unwrap_or(DEFAULT_SPLIT_MIN_BYTES),
+                detect_collisions,
+                resolve_opts: ResolveOptions {
+                    trace,
+                    budget,
+                    object_limit,
+                    big_threshold: per_thread_share(budget, threads),
+                    detect_collisions,
+                },
+                pool,
+                header: None,
+                checksum: None,
+                table: None,
+                forest: None,
+                stats: ResolveStats::default(),
+                wanting: HashMap::new(),
+                appended: 0,
+                trace: Vec::new(),
+            }),
+        })
+    }
+
+    /// Pass 1: read every entry. Raises PackFormatError on bad input.
+    fn scan(&self, py: Python<'_>) -> PyResult<()> {
+        let progress = self.progress.clone();
+        let mut st = self.lock();
+        let st = &mut *st;
+        let opts = ScanOptions {
+            threads: st.threads,
+            detect_collisions: st.detect_collisions,
+            split_min_bytes: st.split_min_bytes,
+            whole_limit: per_thread_share(st.resolve_opts.budget, st.threads),
+        };
+        let pack = &st.pack;
+        let result = py.detach(|| {
+            let mut r = scan(pack, &opts, &progress)?;
+            let forest = Forest::new(&mut r.table)?;
+            Ok::<_, PackError>((r, forest))
+        });
+        let (r, forest) = result.map_err(to_py_err)?;
+        crate::trim_heap();
+        st.header = Some(r.header);
+        st.checksum = Some(r.checksum);
+        st.table = Some(r.table);
+        st.forest = Some(forest);
+        Ok(())
+    }
+
+    /// Pass 2: resolve every delta whose base is in the pack.
+    fn resolve(&self, py: Python<'_>) -> PyResult<()> {
+        let progress = self.progress.clone();
+        let mut st = self.lock();
+        let st = &mut *st;
+        let (Some(table), Some(forest)) = (st.table.as_mut(), st.forest.as_mut()) else {
+            return Err(not_scanned());
+        };
+        let (pack, opts, pool, trace) = (&st.pack, &st.resolve_opts, &st.pool, &mut st.trace);
+        let stats = py
+            .detach(|| {
+                progress.start(PHASE_RESOLVING, table.delta_count() as u64);
+                let roots: Vec<u32> = (0..table.len())
+                    .filter(|&i| !is_delta(table.entries.kinds[i]))
+                    .map(|i| i as u32)
+                    .collect();
+                let stats = resolve(pack, table, forest, &roots, opts, &progress, pool, trace);
+                crate::trim_heap();
+                stats
+            })
+            .map_err(to_py_err)?;
+        add_stats(&mut st.stats, stats);
+        Ok(())
+    }
+
+    /// Offsets of the deltas still unresolved, in pack order.
+    fn unresolved_offsets(&self) -> PyResult<Vec<u64>> {
+        let st = self.lock();
+        let table = st.table.as_ref().ok_or_else(not_scanned)?;
+        Ok(unresolved(table)
+            .into_iter()
+            .map(|i| table.entries.offsets[i as usize])
+            .collect())
+    }
+
+    /// The ids that unresolved REF_DELTA entries name, each once, in the pack order of the
+    /// first entry naming it: the order in which Git asks the repository for a thin pack's
+    /// bases. Remembers which entries want each, for append_bases.
+    fn missing_bases<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let table = st.table.as_ref().ok_or_else(not_scanned)?;
+        let mut by_entry: Vec<(u32, ObjectId)> = table
+            .ref_bases
+            .iter()
+            .filter(|&&(_, i)| table.real_kinds[i as usize] == 0)
+            .map(|&(id, i)| (i, id))
+            .collect();
+        by_entry.sort_unstable();
+        st.wanting.clear();
+        let mut order = Vec::new();
+        for (entry, id) in by_entry {
+            let wanting = st.wanting.entry(id).or_default();
+            if wanting.is_empty() {
+                order.push(PyBytes::new(py, &id));
+            }
+            wanting.push(entry);
+        }
+        Ok(order)
+    }
+
+    /// Append each (id, type, data) of `bases` (read from the repository, in missing_bases'
+    /// order) that an unresolved entry still wants, as a whole object, and resolve what it
+    /// unlocks, as Git completes a thin pack: one base resolved may make a later one
+    /// unneeded. Returns (appended, None), or (appended so far, k) when `bases[k]` does not
+    /// hash to its id (a corrupt object in the repository), nothing of it written.
+    fn append_bases(
+        &self,
+        py: Python<'_>,
+        bases: Vec<(Vec<u8>, u8, Vec<u8>)>,
+        level: u32,
+    ) -> PyResult<(u32, Option<usize>)> {
+        let progress = self.progress.clone();
+        let mut st = self.lock();
+        let st = &mut *st;
+        let (Some(table), Some(forest)) = (st.table.as_mut(), st.forest.as_mut()) else {
+            return Err(not_scanned());
+        };
+        let (pack, opts, pool, detect, trace, wanting) = (
+            &mut st.pack,
+            &st.resolve_opts,
+            &st.pool,
+            st.detect_collisions,
+            &mut st.trace,
+            &st.wanting,
+        );
+        let (appended, bad, stats) = py
+            .detach(|| -> crate::error::Result<_> {
+                let mut stats = ResolveStats::default();
+                let mut appended = 0u32;
+                for (k, (id, kind, data)) in bases.iter().enumerate() {
+                    progress.check_cancelled()?;
+                    if !(OBJ_COMMIT..=OBJ_TAG).contains(kind) {
+                        return Err(PackError::general(format!("bad object type {kind}")));
+                    }
+                    let still_wanted = wanting.get(id.as_slice()).is_some_and(|entries| {
+                        entries.iter().any(|&i| table.real_kinds[i as usize] == 0)
+                    });
+                    if !still_wanted {
+                        continue;
+                    }
+                    let oid = object_id(*kind, data, detect, table.entries.data_end)?;
+                    if oid.as_slice() != id.as_slice() {
+                        return Ok((appended, Some(k), stats));
+                    }
+                    let idx = thin::append_object(pack, table, *kind, data, oid, level)?;
+                    let last = *forest.child_start.last().unwrap_or(&0);
+                    forest.child_start.push(last);
+                    forest.claimed.push(false);
+                    add_stats(
+                        &mut stats,
+                        resolve(pack, table, forest, &[idx], opts, &progress, pool, trace)?,
+                    );
+                    appended += 1;
+                }
+                Ok((appended, None, stats))
+            })
+            .map_err(to_py_err)?;
+        add_stats(&mut st.stats, stats);
+        st.appended += appended;
+        Ok((appended, bad))
+    }
+
+    /// After appending bases: rewrite the header count and trailer; returns the new checksum.
+    fn finish_thin<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let table = st.table.as_ref().ok_or_else(not_scanned)?;
+        let pack = &mut st.pack;
+        let sum = py.detach(|| thin::finish(pack, table)).map_err(to_py_err)?;
+        st.checksum = Some(sum);
+        Ok(PyBytes::new(py, &sum))
+    }
+
+    /// The index table: (names, crc32s big-endian, offsets as native u64, rev positions
+    /// big-endian u32), names sorted as Git sorts them (by id, ties by pack offset).
+    /// Ends resolution: the delta forest is dropped first, to keep the peak memory low.
+    fn index_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let mut st = self.lock();
+        st.forest = None;
+        let table = st.table.as_ref().ok_or_else(not_scanned)?;
+        let n = table.len();
+        let order = py.detach(|| {
+            crate::trim_heap();
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.par_sort_unstable_by(|&a, &b| {
+                table.oids[a as usize]
+                    .cmp(&table.oids[b as usize])
+                    .then(a.cmp(&b))
+            });
+            order
+        });
+        // Each column is written straight into its Python bytes object: no second copy.
+        let names = PyBytes::new_with(py, n * 20, |buf| {
+            for (chunk, &i) in buf.chunks_exact_mut(20).zip(&order) {
+                chunk.copy_from_slice(&table.oids[i as usize]);
+            }
+            Ok(())
+        })?;
+        let crcs = PyBytes::new_with(py, n * 4, |buf| {
+            for (chunk, &i) in buf.chunks_exact_mut(4).zip(&order) {
+                chunk.copy_from_slice(&table.entries.crcs[i as usize].to_be_bytes());
+            }
+            Ok(())
+        })?;
+        let offsets = PyBytes::new_with(py, n * 8, |buf| {
+            for (chunk, &i) in buf.chunks_exact_mut(8).zip(&order) {
+                chunk.copy_from_slice(&table.entries.offsets[i as usize].to_ne_bytes());
+            }
+            Ok(())
+        })?;
+        let rev = PyBytes::new_with(py, n * 4, |buf| {
+            for (pos, &i) in order.iter().enumerate() {
+                let i = i as usize;
+                buf[i * 4..i * 4 + 4].copy_from_slice(&(pos as u32).to_be_bytes());
+            }
+            Ok(())
+        })?;
+        pyo3::types::PyTuple::new(py, [names, crcs, offsets, rev])
+    }
+
+    /// Per-entry arrays in pack order: (offsets u64, kinds u8, real kinds u8, sizes u64, ids).
+    fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let st = self.lock();
+        let table = st.table.as_ref().ok_or_else(not_scanned)?;
+        let offsets = bytes_of(&table.entries.offsets, u64::to_ne_bytes);
+        let sizes = bytes_of(&table.entries.sizes, u64::to_ne_bytes);
+        let ids: Vec<u8> = table.oids.iter().flatten().copied().collect();
+        let items = [
+            PyBytes::new(py, &offsets),
+            PyBytes::new(py, &table.entries.kinds),
+            PyBytes::new(py, &table.real_kinds),
+            PyBytes::new(py, &sizes),
+            PyBytes::new(py, &ids),
+        ];
+        pyo3::types::PyTuple::new(py, items)
+    }
+
+    /// Offsets (native u64s) of the entries the second pass read, in the order the reads
+    /// happened across threads; empty unless the indexer was made with trace=True.
+    fn trace_offsets<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let st = self.lock();
+        PyBytes::new(py, &bytes_of(&st.trace, u64::to_ne_bytes))
+    }
+
+    /// (phase, done, total); phases: 0 idle, 1 indexing, 2 resolving, 3 checksum.
+    fn progress(&self) -> (u8, u64, u64) {
+        self.progress.snapshot()
+    }
+
+    /// Ask a running scan or resolve to stop; it then raises PackFormatError("interrupted").
+    fn cancel(&self) {
+        self.progress.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    #[getter]
+    fn checksum<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.lock().checksum.map(|c| PyBytes::new(py, &c))
+    }
+
+    #[getter]
+    fn version(&self) -> Option<u32> {
+        self.lock().header.map(|h| h.version)
+    }
+
+    #[getter]
+    fn pack_size(&self) -> u64 {
+        self.lock().pack.len
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let st = self.lock();
+        let d = PyDict::new(py);
+        if let Some(t) = st.table.as_ref() {
+            d.set_item("objects", t.len())?;
+            d.set_item("deltas", t.delta_count())?;
+        }
+        d.set_item("appended_bases", st.appended)?;
+        d.set_item("resolved_deltas", st.stats.resolved)?;
+        d.set_item("base_inflations", st.stats.base_inflations)?;
+        d.set_item("delta_inflations", st.stats.delta_inflations)?;
+        d.set_item("rebuilds", st.stats.rebuilds)?;
+        d.set_item("evictions", st.stats.evictions)?;
+        d.set_item("peak_kept_bytes", st.stats.peak_kept)?;
+        Ok(d)
+    }
+}

@@ -1,0 +1,137 @@
+//! Parsing `git rev-list --objects` output into arrays: object ids in discovery order and the
+//! name hash of the path each tree and blob was found at (Git's pack_name_hash, which sorts
+//! objects for delta search). Fed in chunks, so the output is never held whole.
+
+use crate::error::{PackError, Result};
+use crate::pack::entry::RAWSZ;
+
+#[derive(Default)]
+pub struct RevListParser {
+    pending: Vec<u8>,
+    pub oids: Vec<[u8; RAWSZ]>,
+    pub name_hashes: Vec<u32>,
+    /// Whether a path was given (commits and tag objects have none).
+    pub has_name: Vec<bool>,
+    /// Ids rev-list reported missing (`?<id>` with --missing=print).
+    pub missing: Vec<[u8; RAWSZ]>,
+    line: u64,
+}
+
+/// Git's pack_name_hash: a sortable number from the last sixteen non-whitespace characters,
+/// so that paths with the same ending (`.c`, the same file name) sort together.
+pub fn name_hash(name: &[u8]) -> u32 {
+    let mut hash: u32 = 0;
+    for &c in name {
+        if c.is_ascii_whitespace() {
+            continue;
+        }
+        hash = (hash >> 2).wrapping_add(u32::from(c) << 24);
+    }
+    hash
+}
+
+fn parse_hex(hex: &[u8], line: u64) -> Result<[u8; RAWSZ]> {
+    crate::pack::hash::parse_hex(hex)
+        .ok_or_else(|| PackError::general(format!("rev-list output line {line}: not an object id")))
+}
+
+impl RevListParser {
+    fn parse_line(&mut self, line: &[u8]) -> Result<()> {
+        self.line += 1;
+        if line.is_empty() {
+            return Ok(());
+        }
+        if line[0] == b'?' {
+            let id = parse_hex(&line[1..], self.line)?;
+            self.missing.push(id);
+            return Ok(());
+        }
+        let (hex, name) = match line.iter().position(|&c| c == b' ') {
+            Some(sp) => (&line[..sp], Some(&line[sp + 1..])),
+            None => (line, None),
+        };
+        self.oids.push(parse_hex(hex, self.line)?);
+        self.name_hashes.push(name.map(name_hash).unwrap_or(0));
+        self.has_name.push(name.is_some());
+        Ok(())
+    }
+
+    pub fn feed(&mut self, data: &[u8]) -> Result<()> {
+        let mut rest = data;
+        if !self.pending.is_empty() {
+            match rest.iter().position(|&c| c == b'\n') {
+                Some(nl) => {
+                    let mut line = std::mem::take(&mut self.pending);
+                    line.extend_from_slice(&rest[..nl]);
+                    self.parse_line(&line)?;
+                    rest = &rest[nl + 1..];
+                }
+                None => {
+                    self.pending.extend_from_slice(rest);
+                    return Ok(());
+                }
+            }
+        }
+        while let Some(nl) = rest.iter().position(|&c| c == b'\n') {
+            self.parse_line(&rest[..nl])?;
+            rest = &rest[nl + 1..];
+        }
+        self.pending.extend_from_slice(rest);
+        Ok(())
+    }
+
+    /// Feed everything `input` yields until its end.
+    pub fn feed_from(&mut self, input: &mut impl std::io::Read) -> Result<()> {
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            match input.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => self.feed(&buf[..n])?,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(crate::error::PackError::io(
+                        "reading git rev-list's output",
+                        e,
+                    ))
+                }
+            }
+        }
+    }
+
+    pub fn finish(&mut self) -> Result<()> {
+        if !self.pending.is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            self.parse_line(&line)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lines_split_across_chunks() {
+        let text = b"0123456789abcdef0123456789abcdef01234567\n\
+                     89abcdef0123456789abcdef0123456789abcdef src/main.c\n\
+                     ?ffffffffffffffffffffffffffffffffffffffff\n";
+        let mut p = RevListParser::default();
+        for chunk in text.chunks(7) {
+            p.feed(chunk).unwrap();
+        }
+        p.finish().unwrap();
+        assert_eq!(p.oids.len(), 2);
+        assert_eq!(p.has_name, vec![false, true]);
+        assert_eq!(p.name_hashes[1], name_hash(b"src/main.c"));
+        assert_eq!(p.missing, vec![[0xff; 20]]);
+    }
+
+    #[test]
+    fn name_hash_skips_whitespace_and_weights_the_end() {
+        assert_eq!(name_hash(b"a b"), name_hash(b"ab"));
+        assert_eq!(name_hash(b""), 0);
+        // Same last characters, same high bits.
+        assert_eq!(name_hash(b"x/foo.c") >> 24, name_hash(b"y/bar.c") >> 24);
+    }
+}

@@ -1,0 +1,1 @@
+"""The command line: one thin front end per command over the library."""

@@ -1,0 +1,154 @@
+"""What every command's front end shares, without click: errors as Git reports them (one
+`fatal:` line and status 128; a usage error as `error:`, the usage and 129; never a
+traceback), and JSON output. `index-pack` is parsed without click (see
+cli/index_pack.py), so nothing here may import it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from packorder.errors import Interrupted, PackError, Terminated, UsageError, interruption
+from packorder.jsonable import to_jsonable
+
+# numpy's OpenBLAS starts a thread per core that spins after loading, though packorder does no
+# linear algebra: in repack it took ~0.2 s of CPU from the core Git's walk runs on. A front
+# end owns its process, so it may say so before numpy loads (the library leaves it alone).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def size_argument(value: str) -> int:
+    """'512m', '2g', '1048576' -> bytes (Git's k/m/g suffixes); ValueError with the message
+    to show, which each front end raises its own way."""
+    from packorder.gitcmd import parse_int
+
+    try:
+        return parse_int(value, "size")
+    except PackError:
+        raise ValueError(f"not a size: {value!r} (use a number with an optional k, m or g)") from None
+
+
+def parse_size(value: str | None) -> int | None:
+    """A size option of the click commands: bytes, or a click error naming the option."""
+    import click  # only the click commands call this: index-pack runs without click
+
+    if value is None:
+        return None
+    try:
+        return size_argument(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def print_json(value: Any) -> None:
+    json.dump(to_jsonable(value), sys.stdout, indent=2, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+# Git's exit statuses: die() exits 128, a usage error 129; a process stopped by a signal
+# ends as 128 + its number (130 for SIGINT, 143 for SIGTERM).
+FATAL, USAGE, SIGNALLED = 128, 129, 128
+INTERRUPTED = SIGNALLED + signal.SIGINT
+
+
+def stop_on_termination() -> None:
+    """SIGTERM (`timeout`, `systemctl stop`) and SIGHUP (a closed terminal) stop a command as
+    Ctrl-C does: the main thread gets Terminated, a KeyboardInterrupt, so the same cleanup
+    runs (native work cancelled, temporaries removed, the lock released) and the command ends
+    with `fatal: terminated` and 128 + the signal. Only the front ends call this: a library's
+    process keeps its own handlers."""
+
+    def handler(signum: int, _frame: object) -> None:
+        raise Terminated(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def warn(message: str) -> None:
+    """A warning, as Git prints one."""
+    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.flush()
+
+
+def fail(message: str, status: int = FATAL) -> NoReturn:
+    sys.stdout.flush()
+    sys.stderr.write(f"fatal: {message}\n")
+    sys.stderr.flush()
+    sys.exit(status)
+
+
+def usage_error(message: str, usage: str | None = None) -> NoReturn:
+    """Git's answer to a bad command line: `error: ...`, the usage, status 129."""
+    sys.stdout.flush()
+    sys.stderr.write(f"error: {message}\n")
+    if usage:
+        sys.stderr.write(usage if usage.endswith("\n") else usage + "\n")
+    sys.stderr.flush()
+    sys.exit(USAGE)
+
+
+def click_usage() -> str | None:
+    """The running click command's usage and options, as Git prints them under an error
+    (click is looked up, not imported: index-pack runs without it)."""
+    click = sys.modules.get("click")
+    ctx = click.get_current_context(silent=True) if click is not None else None
+    return command_usage(ctx) if ctx is not None else None
+
+
+def flag_of(param: str) -> str:
+    """The command-line flag of a library parameter: the running click command's own option
+    of that name, else Git's spelling (`fix_thin` -> `--fix-thin`)."""
+    click = sys.modules.get("click")
+    ctx = click.get_current_context(silent=True) if click is not None else None
+    if ctx is not None:
+        for option in ctx.command.params:
+            if option.name == param and isinstance(option, click.Option):
+                return max(option.opts, key=len)
+    return "--" + param.replace("_", "-")
+
+
+def command_usage(ctx: Any) -> str:
+    formatter = ctx.make_formatter()
+    ctx.command.format_usage(ctx, formatter)
+    ctx.command.format_options(ctx, formatter)
+    text = formatter.getvalue()
+    return "usage:" + text[len("Usage:") :] if text.startswith("Usage:") else text
+
+
+def guarded(fn: Callable[..., None], usage: Callable[[], str | None] = click_usage) -> Callable[..., None]:
+    """Turn library errors into one line on stderr and Git's exit status; never a traceback.
+    `usage` gives the usage text shown under a usage error."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except UsageError as e:
+            usage_error(e.render(flag_of), usage())
+        except Interrupted as e:
+            fail(str(e), SIGNALLED + e.signum)
+        except PackError as e:
+            fail(str(e))
+        except KeyboardInterrupt as e:
+            stopped = interruption(e)
+            fail(str(stopped), SIGNALLED + stopped.signum)
+        except MemoryError:
+            fail("out of memory")
+        except BrokenPipeError:
+            # What Git's status is when its reader goes away (killed by SIGPIPE: 128 + 13).
+            sys.exit(141)
+        except OSError as e:  # a file we were told to read or write
+            fail(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
+        except BaseException as e:
+            # A panic in the native core arrives as pyo3's PanicException (a BaseException).
+            if type(e).__name__ == "PanicException":
+                fail(f"internal error in the native core: {e}")
+            raise
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper

@@ -1,0 +1,331 @@
+"""`packorder experiment`: copy a repository once per order, repack each copy in its order with
+the same deltas, run every workload on each copy, and report (docs/design.md, section 1).
+
+Only the order differs between copies: each copy is repacked with its stored deltas reused and
+no delta search (`window=0`), verified by CRC, without a bitmap. Every workload runs with the
+same PATH on every copy (chosen once, on the original). Wall times are medians of `runs`
+untraced runs, cold (the copy's packs dropped from the page cache) then warm, with the orders
+taken in turn within each run. The traces of the first order are also re-laid by the
+simulator on the pack every order would write, and the simulated shares are set beside the
+measured ones: a check of the simulator on real repacks at every experiment.
+
+The original repository is only read: copies go to a work directory (removed at the end
+unless `keep`), the report to the output directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packorder.errors import RepositoryError, UsageError
+from packorder.experiments.result import Agreement, ExperimentResult, OrderRun
+from packorder.names import names
+from packorder.orders.catalog import check_orders
+from packorder.progress import ProgressCallback
+from packorder.seek import throttle
+from packorder.store.listing import list_packs
+
+if TYPE_CHECKING:
+    from packorder.seek.workloads import WorkloadSpec
+
+AS_IS = "as-is"  # a copy left as it is: the repository's own packs
+DEFAULT_ORDERS = ("recency", "history")
+DEFAULT_WORKLOADS = ("log", "log-path", "blame", "pack-recent", "index-pack")
+
+Note = Callable[[str], None]
+
+
+def parse_workloads(items: str | Sequence[str | WorkloadSpec]) -> list[WorkloadSpec]:
+    """'log,log-path:src/lib' or ['log', 'log-path:src/lib', WorkloadSpec(...)] -> the specs;
+    each workload at most once."""
+    from packorder.seek import workloads
+
+    out: list[WorkloadSpec] = []
+    for item in names(items, "workload"):
+        name = item.partition(":")[0].strip() if isinstance(item, str) else getattr(item, "name", None)
+        if name == "custom":
+            raise UsageError("the experiment runs the standard workloads; custom is for seekstats")
+        spec = workloads.parse(item)
+        if any(spec.name == s.name for s in out):
+            raise UsageError(f"workload {spec.name} given twice")
+        out.append(spec)
+    if not out:
+        raise UsageError("no workload to run")
+    return out
+
+
+def copy_git_dir(source: Path, target: Path) -> None:
+    """A copy of the git directory (objects, refs, config; no lock files), with relative
+    alternates made absolute so that the copy still finds them."""
+    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns("*.lock"))
+    info = target / "objects" / "info" / "alternates"
+    if info.is_file():
+        lines = []
+        for line in info.read_text().splitlines():
+            stripped = line.strip()
+            if stripped and not stripped.startswith("#") and not os.path.isabs(stripped):
+                line = str((source / "objects" / stripped).resolve())
+            lines.append(line)
+        info.write_text("\n".join(lines) + "\n")
+
+
+def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | None) -> OrderRun:
+    from packorder.repacking.pipeline import repack
+
+    target = work / f"{order}.git"
+    if progress is not None:
+        progress(f"Copying the repository for {order}", 0, 1)
+    copy_git_dir(source, target)
+    if progress is not None:
+        progress(f"Copying the repository for {order}", 1, 1)
+    if order == AS_IS:
+        from packorder.format.layout import load
+
+        layouts = [load(p) for p in list_packs(target / "objects" / "pack")]
+        size = sum(layout.pack_path.stat().st_size for layout in layouts)
+        deltas = sum(int(layout.is_delta.sum()) for layout in layouts)
+        return OrderRun(order, target, size, len(layouts), sum(x.count for x in layouts), deltas, 0.0)
+    result = repack(target, order=order, window=0, verify="crc", write_bitmap=False, progress=progress)
+    return OrderRun(
+        order,
+        target,
+        result.pack_bytes,
+        len(result.packs),
+        result.objects,
+        result.reused_deltas,
+        result.seconds.get("total", 0.0),
+    )
+
+
+def _time(
+    runs: list[OrderRun],
+    specs: list,
+    rounds: int,
+    git: str,
+    cache_limit: int | None,
+    note: Note,
+    read_limit: throttle.ReadLimit | None = None,
+) -> None:
+    """Cold and warm wall times, untraced: each round runs every workload on every copy, the
+    copies in turn (a different one first each round). With `read_limit`, cold runs read from
+    the disk at its pace."""
+    from packorder.gitcmd import read_config
+    from packorder.seek import runner, workloads
+    from packorder.settings import delta_base_cache_limit
+
+    built = {}
+    for run in runs:
+        config = read_config(run.git_dir)
+        limit = cache_limit or delta_base_cache_limit(config)
+        for spec in specs:
+            built[run.order, spec.name] = workloads.build(spec, run.git_dir, git, config, limit, run.git_dir)
+    for round_ in range(rounds):
+        note(f"timing round {round_ + 1} of {rounds}")
+        for spec in specs:
+            for k in range(len(runs)):
+                run = runs[(k + round_) % len(runs)]
+                work = built[run.order, spec.name]
+                runner.drop_from_page_cache(work.files)
+                with read_limit.applied() if read_limit is not None else contextlib.nullcontext():
+                    run.cold.setdefault(spec.name, []).append(work.timed())
+                run.warm.setdefault(spec.name, []).append(work.timed())
+    for run in runs:
+        for result in run.results:
+            name = result.workload.name
+            result.cold_seconds = statistics.median(run.cold[name])
+            result.warm_seconds = statistics.median(run.warm[name])
+
+
+def _simulate(
+    runs: list[OrderRun],
+    measurements: dict[str, dict],
+    specs: list,
+    extra: Sequence[str],
+    threshold: int,
+    near: int,
+    progress: ProgressCallback | None,
+) -> tuple[str | None, list, list[Agreement]]:
+    """Re-lay the first repacked copy's traces on every order's planned pack."""
+    from packorder.seek.simulator import plan, simulate_views
+
+    real = [r for r in runs if r.order != AS_IS]
+    if not real:
+        return None, [], []
+    reference = real[0]
+    to_plan = list(dict.fromkeys([r.order for r in real] + list(extra)))
+    planned = plan(reference.git_dir, to_plan, progress)
+    simulated = []
+    agreement = []
+    for spec in specs:
+        measured = measurements[reference.order][spec.name]
+        for pack in planned:
+            sim = simulate_views(measured, pack, threshold=threshold, near=near)
+            simulated.append(sim)
+            run = next((r for r in real if r.order == pack.order), None)
+            if run is None:
+                continue
+            result = next(x for x in run.results if x.workload.name == spec.name)
+            for view in sim.views:
+                got = result.view(view.view)
+                if got is not None and got.below_threshold is not None and view.below_threshold is not None:
+                    agreement.append(
+                        Agreement(spec.name, view.view, pack.order, got.below_threshold, view.below_threshold)
+                    )
+    return reference.order, simulated, agreement
+
+
+def _warnings(order_runs: list[OrderRun], specs: list, runs: int, threshold: int) -> list[str]:
+    """What the report's figures cannot show: a pack too small for the threshold, a ratio
+    that rests on a single short run."""
+    from packorder.seek import caveats
+
+    largest = [p.stat().st_size for run in order_runs for result in run.results for p in result.packs]
+    found = [caveats.small_pack(max(largest), threshold)] if largest else []
+    if runs == 1:
+        for spec in specs:
+            fastest = min(t for run in order_runs for t in run.cold[spec.name] + run.warm[spec.name])
+            found.append(caveats.single_short_run(spec.name, [fastest]))
+    return [w for w in found if w is not None]
+
+
+def experiment(
+    repo: str | os.PathLike[str] | None = None,
+    *,
+    orders: str | Sequence[str] = DEFAULT_ORDERS,
+    workloads: str | Sequence[str | WorkloadSpec] = DEFAULT_WORKLOADS,
+    output_dir: str | os.PathLike[str] = "packorder-experiment",
+    runs: int = 3,
+    cold_iops: int | None = None,
+    simulate: str | Sequence[str] = (),
+    git: str = "git",
+    threshold: int = 2 << 20,
+    near: int = 4 << 10,
+    cache_limit: int | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    keep: bool = False,
+    command: str | None = None,
+    progress: ProgressCallback | None = None,
+    note: Note | None = None,
+) -> ExperimentResult:
+    """Copy the repository once per order, repack each copy in its order reusing its deltas,
+    run each workload ('name', 'name:PATH' or a WorkloadSpec) on every copy, and write `output_dir`/report.md
+    with tables, pack sizes, cold and warm times, plots, and the simulator's check; `simulate`
+    names more orders to simulate only (from the first order's traces). `orders`, `workloads`
+    and `simulate` are sequences of names or comma-separated strings. Returns what was
+    measured; raises PackError subclasses. `cold_iops`: cold runs may send that many read
+    requests a second to the disk (a slow disk, on a machine whose disk is cached by its
+    host; Linux, root, cgroup v1 blkio). `note` receives one-line messages (chosen paths,
+    steps); `command` is quoted in the report."""
+    from packorder.experiments.report import write_report
+    from packorder.gitcmd import find_git_dir, read_config
+    from packorder.seek import api
+    from packorder.seek import workloads as workloads_mod
+    from packorder.seek.runner import check_program
+
+    started = time.perf_counter()
+    say = note or (lambda _message: None)
+    orders = check_orders(orders, "compare", also=(AS_IS,))
+    wanted = parse_workloads(workloads)
+    extra = [o for o in check_orders(simulate, "simulate", also=(AS_IS,)) if o != AS_IS] if names(simulate) else []
+    if runs < 0:
+        raise UsageError("{runs} takes a number of runs, 0 for none", params=("runs",))
+    if cold_iops is not None and not runs:
+        raise UsageError("{cold_iops} limits the cold runs: give {runs} too", params=("cold_iops", "runs"))
+    if threshold <= 0 or near < 0:
+        raise UsageError("the threshold must be positive and the near distance not negative")
+    source = find_git_dir(repo)
+    read_config(source)  # refuses a repository packorder cannot read (SHA-256) before copying it
+    git_path = check_program(git, "the git binary to run workloads with")
+    out = Path(output_dir)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: not a directory")
+    if work_dir is not None and Path(work_dir).exists() and not Path(work_dir).is_dir():
+        raise UsageError(f"{work_dir}: not a directory")
+    specs = []
+    for wanted_spec in wanted:
+        spec, choice = workloads_mod.resolve(wanted_spec, source)
+        if choice is not None:
+            say(f"{spec.name}: chose {choice.path} (changed by {choice.commits} of the last {choice.scanned} commits)")
+        specs.append(spec)
+    if cold_iops is not None:
+        throttle.check(Path(work_dir) if work_dir is not None else Path(tempfile.gettempdir()), cold_iops)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{out}: cannot write the report there ({e.strerror})") from None
+    load_before = os.getloadavg()
+    try:
+        if work_dir is not None:
+            Path(work_dir).mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="packorder-experiment-", dir=work_dir))
+    except OSError as e:
+        raise UsageError(f"{work_dir}: cannot make a work directory there ({e.strerror})") from None
+    limit = None
+    try:
+        if cold_iops is not None:
+            limit = throttle.ReadLimit(work, cold_iops)
+            say(f"cold runs read at most {cold_iops} times a second from disk {limit.device}")
+        order_runs = []
+        measurements: dict[str, dict] = {}
+        for order in orders:
+            run = _prepare(order, source, work, progress)
+            say(f"{order}: {run.pack_bytes:,} bytes in {run.packs} pack(s)")
+            measurements[order] = {}
+            for spec in specs:
+                measured = api.measure(
+                    run.git_dir,
+                    spec,
+                    git=git_path,
+                    threshold=threshold,
+                    near=near,
+                    cache_limit=cache_limit,
+                    label=order,
+                    progress=progress,
+                )
+                measurements[order][spec.name] = measured
+                run.results.append(measured.result)
+            order_runs.append(run)
+        if runs:
+            _time(order_runs, specs, runs, git_path, cache_limit, say, limit)
+        say("simulating")
+        reference, simulated, agreement = _simulate(order_runs, measurements, specs, extra, threshold, near, progress)
+        result = ExperimentResult(
+            repository=source,
+            output_dir=out,
+            report=out / "report.md",
+            plots=[],
+            workloads=specs,
+            orders=order_runs,
+            reference=reference,
+            simulated=simulated,
+            agreement=agreement,
+            runs=runs,
+            cold_iops=cold_iops,
+            threshold=threshold,
+            git_version=api.git_version(git_path),
+            load_before=load_before,
+            load_after=os.getloadavg(),
+            seconds=0.0,
+            kept=work if keep else None,
+            warnings=_warnings(order_runs, specs, runs, threshold),
+        )
+        result.seconds = time.perf_counter() - started
+        try:
+            write_report(result, command)
+        except OSError as e:
+            raise RepositoryError(f"cannot write the report in {out}: {e.strerror}") from None
+    finally:
+        if limit is not None:
+            limit.close()
+        if not keep:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(work)
+    return result

@@ -1,0 +1,371 @@
+"""Delta selection: which stored deltas the new pack reuses, where chains are cut, and the
+search for new deltas.
+
+A stored delta is reused when its base is also written to the new pack. Chains longer than
+`--depth` are cut as Git's break_delta_chains() cuts them: counting links from the chain's
+root, every entry at a multiple of depth + 1 becomes a whole object, so no chain is deeper
+than `depth` and as few deltas as possible are lost.
+
+New deltas are searched as `git pack-objects` searches them (`search`): the policy (which
+objects are candidates, their order, each one's depth allowance, how threads split the list)
+is decided here; the sliding window itself runs natively (native/src/write/delta_search.rs, whose
+header states the rules of one try).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from packorder import _native
+from packorder.format.layout import NO_BASE
+from packorder.format.pack import OBJ_TREE
+from packorder.native_call import pack_errors, run_job
+from packorder.orders.families import chain_depths, roots_and_depths
+from packorder.progress import ProgressCallback
+from packorder.repacking.repo import LOOSE, ObjectTable, Repository
+from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT
+from packorder.store.object_ids import id_order, keys, lookup
+
+
+@dataclass
+class DeltaChoice:
+    base: np.ndarray  # int64: table index of the delta base each object is written against, or -1
+    stored_delta: np.ndarray  # bool: the object is stored as a delta in its source
+    cut: np.ndarray  # bool: a reusable delta dropped to respect --depth
+    new: np.ndarray | None = field(default=None)  # bool: the delta against `base` is a new one
+
+    def __post_init__(self) -> None:
+        if self.new is None:
+            self.new = np.zeros(len(self.base), dtype=bool)
+
+    @property
+    def reused(self) -> np.ndarray:
+        """Objects written as the delta they are stored as."""
+        assert self.new is not None
+        return (self.base >= 0) & self.stored_delta & ~self.new
+
+
+def stored_bases(repo: Repository, table: ObjectTable) -> tuple[np.ndarray, np.ndarray]:
+    """For each object: whether its source entry is a delta, and the table index of that
+    delta's base (-1 when the base is not among the objects written)."""
+    n = table.count
+    is_delta = np.zeros(n, dtype=bool)
+    base = np.full(n, -1, dtype=np.int64)
+    sorted_order = id_order(keys(table.oids))
+    sorted_keys = keys(table.oids)[sorted_order]
+    for i, pack in enumerate(repo.packs):
+        rows = np.flatnonzero(table.source == i)
+        if not len(rows):
+            continue
+        lay = pack.layout
+        pos = table.pos[rows]
+        bpos = lay.base[pos]
+        delta = lay.is_delta[pos]
+        is_delta[rows] = delta
+        have = bpos != NO_BASE
+        at = lookup(sorted_keys, keys(lay.oids[bpos[have]]))
+        found = np.full(len(rows), -1, dtype=np.int64)
+        found[np.flatnonzero(have)[at >= 0]] = sorted_order[at[at >= 0]]
+        base[rows] = found
+    return is_delta, base
+
+
+def reuse(repo: Repository, table: ObjectTable, depth: int) -> DeltaChoice:
+    """Reuse every stored delta whose base is written too, cutting chains at `depth`."""
+    stored, base = stored_bases(repo, table)
+    base[table.source == LOOSE] = -1
+    if depth <= 0:
+        cut = base >= 0
+        return DeltaChoice(np.full(table.count, -1, dtype=np.int64), stored, cut)
+    position = chain_depths(base)
+    cut = (base >= 0) & (position % (depth + 1) == 0)
+    base = np.where(cut, -1, base)
+    return DeltaChoice(base, stored, cut)
+
+
+def none(table: ObjectTable) -> DeltaChoice:
+    """No deltas at all (every object whole)."""
+    n = table.count
+    return DeltaChoice(np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+
+
+# --- The search for new deltas -------------------------------------------------------------
+
+MIN_DELTA_SIZE = 50  # Git tries no delta for objects smaller than this
+BIG_FILE_THRESHOLD = 512 << 20  # core.bigFileThreshold: larger objects are stored whole
+CHUNKS_PER_THREAD = 16  # more chunks than threads, so that a slow chunk does not hold the rest
+OBJECT_WORK = 4096.0  # the work of trying deltas for one object, besides its size, in bytes
+
+
+@dataclass
+class SearchResult:
+    choice: DeltaChoice  # reused deltas (without -f) plus the new ones, flagged in choice.new
+    deltas: dict[int, bytes]  # table index -> the new delta against choice.base of that object
+    candidates: int  # objects the search considered
+    chunks: int
+    stats: dict[str, int]
+
+
+def object_sizes(repo: Repository, table: ObjectTable, rows: np.ndarray) -> np.ndarray:
+    """uint64: the size of each object of `rows` (not of its stored delta). A delta's object
+    size is in the first bytes of its data, so only those deltas are inflated, that far."""
+    sizes = np.zeros(len(rows), dtype=np.uint64)
+    source = table.source[rows]
+    for i, pack in enumerate(repo.packs):
+        at = np.flatnonzero(source == i)
+        if not len(at):
+            continue
+        lay = pack.layout
+        pos = table.pos[rows[at]]
+        sizes[at] = lay.sizes[pos]
+        delta = lay.is_delta[pos]
+        if not delta.any():
+            continue
+        if lay._object_sizes is not None:
+            sizes[at[delta]] = lay._object_sizes[pos[delta]]
+            continue
+        order = np.argsort(pos[delta], kind="stable")
+        offsets = lay.offsets[pos[delta][order]].astype(np.uint64)
+        with pack_errors(pack.path):
+            got = _native.read_entry_headers(str(pack.path), offsets.tobytes(), True)[5]
+        picked = np.empty(len(order), dtype=np.uint64)
+        picked[order] = np.frombuffer(got, dtype=np.uint64)
+        sizes[at[delta]] = picked
+    for k in np.flatnonzero(source == LOOSE):
+        sizes[k] = _native.loose_header(str(repo.loose.paths[int(table.pos[rows[k]])]))[1]
+    return sizes
+
+
+def search_order(table: ObjectTable, sizes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`rows` in the order Git's pack-objects searches them: type, path-name hash and size,
+    each descending, then discovery order. Versions of one file come together, largest
+    first, so each can be a delta against a larger one (removing data is cheaper than adding)."""
+    return rows[
+        np.lexsort(
+            (
+                rows,
+                -sizes[rows].astype(np.int64),
+                -table.name_hash[rows].astype(np.int64),
+                -table.kinds[rows].astype(np.int64),
+            )
+        )
+    ]
+
+
+def reused_heights(base: np.ndarray) -> np.ndarray:
+    """For each object, the longest chain of deltas hanging below it (0 for none)."""
+    height = np.zeros(len(base), dtype=np.int64)
+    has = base >= 0
+    if has.any():
+        roots, depths = roots_and_depths(base)
+        np.maximum.at(height, roots[has], depths[has])
+    return height
+
+
+def chunk_bounds(kinds: np.ndarray, hashes: np.ndarray, sizes: np.ndarray, threads: int, window: int) -> np.ndarray:
+    """Boundaries splitting the sorted list into contiguous chunks for `threads` threads, of
+    about equal work (bytes to encode plus a cost an object). A chunk starts only where a new
+    path starts (or among objects without a path), so that the versions of one file stay in
+    one window; and among the places within a quarter of a chunk's work of the ideal one, at
+    the smallest object: the first objects of a chunk have no window to find a base in, and
+    a large one then costs the most (large files of similar paths are deltas of each other)."""
+    n = len(kinds)
+    parts = threads * CHUNKS_PER_THREAD if threads > 1 else 1
+    if parts == 1 or n < 2 * window * parts:
+        return np.array([0, n], dtype=np.int64)
+    allowed = np.flatnonzero((kinds[1:] != kinds[:-1]) | (hashes[1:] != hashes[:-1]) | (hashes[1:] == 0)) + 1
+    if not len(allowed):
+        return np.array([0, n], dtype=np.int64)
+    work = np.cumsum(sizes.astype(np.float64) + OBJECT_WORK)
+    at_cut = work[allowed - 1]  # work before each allowed cut
+    share = work[-1] / parts
+    cuts = []
+    for k in range(1, parts):
+        lo, hi = np.searchsorted(at_cut, [share * (k - 0.25), share * (k + 0.25)])
+        if hi > lo:
+            cuts.append(int(allowed[lo + int(np.argmin(sizes[allowed[lo:hi]]))]))
+    return np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
+
+
+def _pack_args(repo: Repository, used: list[int]) -> list[tuple]:
+    # No CRCs: the search only reads objects; the writer checks what it copies.
+    return [repo.packs[s].layout.native_source() for s in used]
+
+
+def search(
+    repo: Repository,
+    table: ObjectTable,
+    *,
+    window: int,
+    depth: int,
+    threads: int,
+    reuse_deltas: bool,
+    big_file_threshold: int = BIG_FILE_THRESHOLD,
+    cache_budget: int = DEFAULT_DELTA_BASE_CACHE_LIMIT,
+    object_limit: int = 1 << 62,
+    repick_backward: bool = False,
+    progress: ProgressCallback | None = None,
+) -> SearchResult:
+    """New deltas as `git pack-objects` finds them.
+
+    With `reuse_deltas` (`git repack -ad`), stored deltas are reused first (see `reuse`), and
+    the search only considers the other objects; an object stored whole is not tried against
+    objects of its own pack (whose writer tried that already), and its depth allowance is
+    lowered by the deltas reused below it. Without (`-f`), every object is a candidate.
+    Candidates are objects of at least 50 bytes and at most `big_file_threshold`, sorted by
+    `search_order`; each is tried against the `window - 1` candidates before it (see
+    native/src/write/delta_search.rs), never making a chain longer than `depth`.
+
+    With `repick_backward` (and reuse), a stored tree delta whose base Git discovers after it
+    (an older tree: packs made by hosting services hold many) is not reused but searched
+    anew, against trees discovered no later than itself. Orders write trees in discovery
+    order, so such a delta would otherwise pull its base forward, among newer trees.
+    """
+    dropped: tuple[np.ndarray, np.ndarray] | None = None
+    if reuse_deltas:
+        choice = reuse(repo, table, depth)
+        if repick_backward and window > 1 and depth > 0:
+            backward = np.flatnonzero(
+                choice.reused & (table.kinds == OBJ_TREE) & (choice.base > np.arange(table.count))
+            )
+            dropped = (backward, choice.base[backward].copy())
+            choice.base[backward] = -1
+    else:
+        choice = none(table)
+        choice.stored_delta[:] = stored_bases(repo, table)[0]
+    result = _search_from(
+        repo,
+        table,
+        choice,
+        window,
+        depth,
+        threads,
+        reuse_deltas,
+        big_file_threshold,
+        cache_budget,
+        object_limit,
+        dropped is not None,
+        progress,
+    )
+    if dropped is not None:
+        _restore_unmatched(result.choice, *dropped, depth)
+    return result
+
+
+def _restore_unmatched(choice: DeltaChoice, rows: np.ndarray, old_bases: np.ndarray, depth: int) -> None:
+    """Re-picked deltas for which the search found no base keep their stored delta (rather
+    than being written whole), unless a new delta was made against them as whole objects or
+    their stored base got a new delta itself. Restoring re-links chains the search saw cut,
+    so a restoration is undone again wherever a chain would now be longer than `depth` (or,
+    through new deltas, loop)."""
+    assert choice.new is not None
+    keep = (choice.base[rows] < 0) & ~np.isin(rows, choice.base[choice.new]) & ~choice.new[old_bases]
+    restored = rows[keep]
+    choice.base[restored] = old_bases[keep]
+    while len(restored):
+        over = _over_depth(choice.base, depth)
+        if not len(over):
+            return
+        # Undo the restorations on the chains of the objects that are too deep.
+        on_chain = np.zeros(len(choice.base), dtype=bool)
+        cur = over.copy()
+        for _ in range(depth + 2):
+            on_chain[cur] = True
+            cur = choice.base[cur]
+            cur = cur[cur >= 0]
+            if not len(cur):
+                break
+        undo = restored[on_chain[restored]]
+        if not len(undo):  # not from a restoration (reuse and the search respect depth)
+            return
+        choice.base[undo] = -1
+        restored = restored[~on_chain[restored]]
+
+
+def _over_depth(base: np.ndarray, depth: int) -> np.ndarray:
+    """Objects more than `depth` delta links from their chain's root (or in a loop), found in
+    at most `depth` steps."""
+    cur = base.copy()
+    active = cur >= 0
+    for _ in range(depth):
+        if not active.any():
+            break
+        cur[active] = base[cur[active]]
+        active = cur >= 0
+    return np.flatnonzero(active)
+
+
+def _search_from(
+    repo: Repository,
+    table: ObjectTable,
+    choice: DeltaChoice,
+    window: int,
+    depth: int,
+    threads: int,
+    reuse_deltas: bool,
+    big_file_threshold: int,
+    cache_budget: int,
+    object_limit: int,
+    repick_backward: bool,
+    progress: ProgressCallback | None,
+) -> SearchResult:
+    """The window search of `search`, from a choice of reused deltas."""
+    empty = SearchResult(choice, {}, 0, 0, {})
+    if window <= 1 or depth <= 0 or table.count == 0:
+        return empty
+    unreused = np.flatnonzero(choice.base < 0)
+    if reuse_deltas and len(unreused):
+        # Git does not try an object stored whole against one of its own pack (that pack's
+        # writer tried it). When every candidate is such an object of one and the same pack,
+        # no pair is left to try: skip reading their sizes and the search.
+        src = table.source[unreused]
+        if src[0] != LOOSE and np.all(src == src[0]) and not choice.stored_delta[unreused].any():
+            return empty
+    sizes = np.zeros(table.count, dtype=np.uint64)
+    sizes[unreused] = object_sizes(repo, table, unreused)
+    wanted = (choice.base < 0) & (sizes >= MIN_DELTA_SIZE) & (sizes <= big_file_threshold)
+    rows = search_order(table, sizes, np.flatnonzero(wanted))
+    if len(rows) < 2:
+        return empty
+    allowance = depth - reused_heights(choice.base)[rows] if reuse_deltas else np.full(len(rows), depth)
+    source = table.source[rows]
+    used = sorted({int(s) for s in np.unique(source) if s != LOOSE})
+    remap = np.full(max(used, default=0) + 2, -1, dtype=np.int32)
+    remap[used] = np.arange(len(used), dtype=np.int32)
+    sources = np.where(source == LOOSE, -1, remap[np.maximum(source, 0)]).astype(np.int32)
+    loose_rows = np.flatnonzero(source == LOOSE)
+    positions = table.pos[rows].astype(np.uint64)
+    positions[loose_rows] = np.arange(len(loose_rows), dtype=np.uint64)
+    loose = [str(repo.loose.paths[int(table.pos[rows[r]])]) for r in loose_rows]
+    same_pack = reuse_deltas & (source != LOOSE) & ~choice.stored_delta[rows]
+    bounds = chunk_bounds(table.kinds[rows], table.name_hash[rows], sizes[rows], threads, window)
+    # A tree's base must be discovered no later than it (table order is discovery order).
+    ranks = np.where(table.kinds[rows] == OBJ_TREE, rows, 0).astype(np.uint32).tobytes() if repick_backward else None
+    native = _native.DeltaSearch(
+        _pack_args(repo, used),
+        loose,
+        table.kinds[rows].astype(np.uint8).tobytes(),
+        sizes[rows].astype(np.uint64).tobytes(),
+        sources.tobytes(),
+        positions.tobytes(),
+        np.clip(allowance, 0, None).astype(np.uint32).tobytes(),
+        same_pack.astype(np.uint8).tobytes(),
+        bounds.tobytes(),
+        window,
+        threads,
+        max(cache_budget // max(threads, 1), 1 << 20),
+        object_limit,
+        ranks,
+    )
+
+    bases_b, delta_list, stats = run_job(native, title="Compressing objects", count=len(rows), progress=progress)
+    found = np.frombuffer(bases_b, dtype=np.int64)
+    got = np.flatnonzero(found >= 0)
+    targets = rows[got]
+    choice.base[targets] = rows[found[got]]
+    assert choice.new is not None
+    choice.new[targets] = True
+    deltas = {int(t): d for t, d in zip(targets, delta_list, strict=True)}
+    return SearchResult(choice, deltas, len(rows), len(bounds) - 1, stats)

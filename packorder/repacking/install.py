@@ -1,0 +1,209 @@
+"""Putting a verified pack in place and removing what it replaces, in an order that keeps the
+repository valid if the process is killed at any step (see docs/repack.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from packorder.durable import fsync_dir, write_atomically
+from packorder.errors import PackError
+from packorder.faults import crash_point
+from packorder.repacking.recovery import Journal
+from packorder.repacking.repo import ObjectTable, PackSource, Repository
+from packorder.repacking.writer import IndexFiles
+from packorder.store import midx as midx_mod
+from packorder.store.object_ids import keys, lookup, sort_keys
+
+
+def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, promisor: bool) -> Path:
+    """Put a verified pack in place: .rev, the pack, .promisor, .mtimes, .bitmap, and the .idx
+    last (Git only sees a pack through its .idx, so until then the pack is invisible and
+    harmless, and once it sees it, the pack is complete: a cruft pack already has its ages).
+    If a step fails (a full disk, a signal), what was put in place is taken away again, and
+    the error names the file."""
+    final = out_dir / f"pack-{checksum.hex()}.pack"
+    stem = final.with_suffix("")
+    if final.exists() and (out_dir / f"{stem.name}.idx").exists():
+        _refresh_companions(stem, files, promisor)
+        tmp_pack.unlink()
+        return final
+    placed: list[Path] = []
+
+    def place(ext: str, data: bytes, mode: int = 0o444) -> None:
+        target = stem.with_suffix(ext)
+        write_atomically(target, lambda f: f.write(data), mode)
+        placed.append(target)
+
+    try:
+        if files.rev is not None:
+            place(".rev", files.rev)
+        crash_point("rev-installed")
+        os.chmod(tmp_pack, 0o444)
+        os.replace(tmp_pack, final)
+        placed.append(final)
+        crash_point("pack-renamed")
+        if promisor:
+            place(".promisor", b"", 0o644)
+        if files.mtimes is not None:
+            place(".mtimes", files.mtimes)
+            crash_point("mtimes-installed")
+        if files.bitmap is not None:
+            place(".bitmap", files.bitmap)
+            crash_point("bitmap-installed")
+        place(".idx", files.idx)
+        fsync_dir(out_dir)
+        crash_point("idx-installed")
+    except BaseException:
+        # The .idx goes first (it is the last placed), so Git never sees a pack half taken away.
+        for path in reversed(placed):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise
+    return final
+
+
+def _refresh_companions(stem: Path, files: IndexFiles, promisor: bool) -> None:
+    """The very same pack is installed already: its companions become this run's, and one
+    this run does not write goes, as `git repack` unlinks it."""
+    companions = {
+        ".rev": files.rev,
+        ".mtimes": files.mtimes,
+        ".bitmap": files.bitmap,
+        ".promisor": b"" if promisor else None,
+    }
+    for ext, data in companions.items():
+        if data is not None:
+            mode = 0o644 if ext == ".promisor" else 0o444
+            write_atomically(stem.with_suffix(ext), lambda f, data=data: f.write(data), mode)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                stem.with_suffix(ext).unlink()
+
+
+PACK_EXTS = (".idx", ".pack", ".rev", ".bitmap", ".promisor", ".mtimes")
+
+
+def remove_pack(path: Path) -> None:
+    """Remove an old pack, its .idx first so that no reader finds an index without a pack."""
+    stem = path.name[: -len(".pack")]
+    for ext in PACK_EXTS:
+        with contextlib.suppress(FileNotFoundError):
+            (path.parent / f"{stem}{ext}").unlink()
+            crash_point("pack-file-removed")
+
+
+def check_complete(new: list[Path], table: ObjectTable) -> None:
+    """Every object we mean to keep is in the installed packs (read back from their .idx)."""
+    from packorder.format import idx as idx_format
+
+    want = keys(table.oids)
+    if not new:  # nothing to keep (an empty repository, or every object pruned)
+        if len(want):
+            raise PackError("no pack was written for the objects to keep; nothing was removed")
+        return
+    have = sort_keys(np.concatenate([keys(idx_format.read(str(p.with_suffix(".idx"))).names) for p in new]))
+    if (lookup(have, want) < 0).any():
+        raise PackError("the new packs lack objects they should hold; nothing was removed")
+
+
+def remove_replaced(
+    repo: Repository,
+    table: ObjectTable,
+    pruned_oids: np.ndarray,
+    installed: list[Path],
+    expiration: int | None = None,
+    warn: Callable[[str], None] | None = None,
+    journal: Journal | None = None,
+) -> Removal:
+    """Remove the packs and loose objects of the snapshot that the new packs replace, and the
+    loose copies of expired objects (`pruned_oids`, older than `expiration`).
+
+    An expired object may have been wanted again since the listing: Git then refreshes the
+    mtime of its loose file or of the pack holding it (freshen_*_object) instead of writing
+    it anew. So a pack holding an expired object whose mtime changed since the listing is
+    kept, and so is a loose expired object whose file is no longer older than the expiration."""
+    keep = {p.resolve() for p in installed}
+    pruned = sort_keys(keys(pruned_oids))
+    going = []
+    for pack in repo.packs:
+        if pack.foreign or pack.keep or pack.path.resolve() in keep:
+            continue
+        if len(pruned) and _freshened(pack) and (lookup(pruned, keys(pack.index.names)) >= 0).any():
+            if warn is not None:
+                warn(f"kept {pack.path.name}: it was used again during the repack, and holds expired objects")
+            continue
+        going.append(pack.path)
+    if journal is not None:
+        journal.removing(going)
+    removal = Removal(midx=midx_mod.remove(repo.pack_dir) if going else midx_mod.find(repo.pack_dir))
+    for path in going:
+        try:
+            remove_pack(path)
+        except OSError as e:
+            # The new packs hold every object: a pack that stays is only a duplicate.
+            _could_not_remove(warn, e)
+            continue
+        removal.packs.append(path)
+        crash_point("pack-removed")
+    # Loose objects the new packs hold (wherever the table took them from), and those expired.
+    failures: list[OSError] = []
+    local = np.flatnonzero(~repo.loose.foreign)
+    if len(local):
+        written = sort_keys(keys(table.oids))
+        local_keys = keys(repo.loose.oids[local])
+        in_pack = lookup(written, local_keys) >= 0
+        expired = (lookup(pruned, local_keys) >= 0) & ~in_pack if len(pruned) else np.zeros(len(local), dtype=bool)
+        for k in np.flatnonzero(in_pack | expired):
+            path = repo.loose.paths[int(local[k])]
+            try:
+                if expired[k] and expiration is not None and int(path.stat().st_mtime) > expiration:
+                    continue  # refreshed since the listing: wanted again
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                failures.append(e)
+                continue
+            removal.loose += 1
+            crash_point("loose-removed")
+    if failures:
+        more = f" (and {len(failures) - 1} more loose objects)" if len(failures) > 1 else ""
+        _could_not_remove(warn, failures[0], more)
+    with contextlib.suppress(OSError):
+        fsync_dir(repo.pack_dir)
+    return removal
+
+
+@dataclass
+class Removal:
+    """What remove_replaced removed, and the multi-pack-index it found (and removed)."""
+
+    midx: midx_mod.Midx
+    packs: list[Path] = field(default_factory=list)
+    loose: int = 0
+
+
+def _could_not_remove(warn: Callable[[str], None] | None, e: OSError, more: str = "") -> None:
+    """Once the new packs are in place a file that stays is a duplicate, not a failure:
+    the run goes on and succeeds, saying so."""
+    if warn is not None:
+        warn(f"could not remove {e.filename}: {e.strerror}{more}; the new packs hold its objects")
+
+
+def _freshened(pack: PackSource) -> bool:
+    try:
+        return pack.path.stat().st_mtime != pack.mtime
+    except FileNotFoundError:
+        return False
+
+
+def update_server_info(repo: Repository) -> None:
+    """objects/info/packs and info/refs for dumb-HTTP clients, as `git repack` updates them
+    (unless -n)."""
+    repo.git("update-server-info")

@@ -1,0 +1,125 @@
+"""The options of a repack: what the caller asked for (`RepackRequest`), completed from the
+repository's configuration into the settings the repack runs with (`RepackOptions`).
+
+Every default comes from a config key where there is one: packorder's own keys first
+(`packorder.order`, `packorder.verify`, `packorder.window`, `packorder.depth`,
+`packorder.threads`), then Git's (`pack.window`, `pack.depth`, `pack.threads`,
+`pack.compression`, `pack.writeReverseIndex`, `repack.writeBitmaps`,
+`repack.useDeltaBaseOffset`, `repack.updateServerInfo`), so that `packorder repack` and
+`packorder gc` run unattended with the settings a repository's owner chose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from packorder import gitcmd
+from packorder.errors import UsageError
+from packorder.orders.catalog import configured_order
+from packorder.repacking import expiry
+from packorder.repacking.repo import Repository
+from packorder.settings import DEFAULT_VERIFY, VERIFY_MODES, compression_level, thread_count
+
+GIT_DEPTH_LIMIT = 4095
+
+
+@dataclass
+class RepackRequest:
+    """What the caller asked for; None where the configuration (or Git's default) decides."""
+
+    order: str | None = None
+    no_reuse_delta: bool = False
+    window: int | None = None
+    depth: int | None = None
+    threads: int | None = None
+    ref_delta: bool = False
+    write_bitmap: bool | None = None
+    verify: str | None = None
+    repick_backward: bool = False
+    cruft_expiration: str | None = None  # Git's date syntax; None: no unreachable object expires
+    max_cruft_size: int | None = None
+    local: bool = True
+    update_server_info: bool | None = None
+
+
+@dataclass
+class RepackOptions:
+    order: str
+    no_reuse_delta: bool
+    window: int
+    depth: int
+    threads: int
+    ref_delta: bool
+    level: int
+    write_bitmap: bool
+    verify: str
+    write_rev: bool
+    cruft_expiration: int | None  # epoch seconds; None: never
+    max_cruft_size: int | None
+    local: bool
+    update_server_info: bool
+    repick_backward: bool = False
+
+    def describe(self) -> dict[str, object]:
+        """The settings as `--dry-run --json` reports them."""
+        out: dict[str, object] = asdict(self)
+        out["cruft_expiration"] = expiry.describe(self.cruft_expiration)
+        out["compression"] = out.pop("level")
+        return out
+
+
+def check_verify(verify: str) -> None:
+    if verify not in VERIFY_MODES:
+        raise UsageError(f"unknown verification '{verify}' (choose from {', '.join(VERIFY_MODES)})")
+
+
+def _int_setting(config: gitcmd.Config, value: int | None, own: str, git_key: str, default: int) -> int:
+    if value is not None:
+        return value
+    return config.get_int(own, config.get_int(git_key, default))
+
+
+def read_options(repo: Repository, request: RepackRequest) -> RepackOptions:
+    cfg = repo.config
+    order = configured_order(cfg, request.order)
+    verify = request.verify or cfg.get("packorder.verify") or DEFAULT_VERIFY
+    check_verify(verify)
+    window = _int_setting(cfg, request.window, "packorder.window", "pack.window", 10)
+    depth = _int_setting(cfg, request.depth, "packorder.depth", "pack.depth", 50)
+    if window < 0 or depth < 0:
+        raise UsageError("{window} and {depth} take non-negative numbers", params=("window", "depth"))
+    depth = min(depth, GIT_DEPTH_LIMIT)
+    threads = thread_count(cfg, request.threads, "packorder.threads", "pack.threads")
+    ref_delta = request.ref_delta or not cfg.get_bool("repack.useDeltaBaseOffset", True)
+    write_bitmap = request.write_bitmap
+    if write_bitmap is None:
+        configured = cfg.get("repack.writeBitmaps")
+        if configured is not None:
+            write_bitmap = gitcmd.parse_bool(configured)
+        else:
+            write_bitmap = repo.bare and not repo.has_promisor_packs and not any(p.keep for p in repo.packs)
+    cruft_expiration = None
+    if request.cruft_expiration is not None:
+        cruft_expiration = expiry.expiration(request.cruft_expiration, "cruft_expiration", repo.git_dir)
+    if request.max_cruft_size is not None and request.max_cruft_size <= 0:
+        raise UsageError("{max_cruft_size} takes a positive size", params=("max_cruft_size",))
+    update_server_info = request.update_server_info
+    if update_server_info is None:
+        update_server_info = cfg.get_bool("repack.updateServerInfo", True)
+    return RepackOptions(
+        order=order,
+        no_reuse_delta=request.no_reuse_delta,
+        window=window,
+        depth=depth,
+        threads=threads,
+        ref_delta=ref_delta,
+        level=compression_level(cfg),
+        write_bitmap=bool(write_bitmap),
+        verify=verify,
+        write_rev=cfg.get_bool("pack.writeReverseIndex", True),
+        cruft_expiration=cruft_expiration,
+        max_cruft_size=request.max_cruft_size,
+        local=request.local,
+        update_server_info=update_server_info,
+        repick_backward=request.repick_backward,
+    )

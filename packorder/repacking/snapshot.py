@@ -1,0 +1,267 @@
+"""What a repack starts from: the repack lock, the packs and loose objects that exist when it
+starts (only these may be removed at the end), and Git's walk of every reachable object.
+
+Taken before numpy and the rest of the repack are imported, so that `git rev-list` walks the
+history on one core while Python loads and reads pack indexes on the other (the walk is most
+of a reuse repack's time). The walk starts only after the listing: a pack pushed in between
+would otherwise be listed, and so removable, while its objects were invisible to the walk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import threading
+from pathlib import Path
+
+from packorder import _native, gitcmd
+from packorder.errors import RepositoryError
+from packorder.orders.catalog import CATALOG, DEFAULT_ORDER, configured_order
+from packorder.repacking import lock as lock_mod
+from packorder.repacking import recovery
+from packorder.store.listing import alternates, list_loose, list_packs
+
+IN_COMMIT_ORDER = ("--in-commit-order",)
+# What the default branch (HEAD) holds that no tag does: the unreleased history a fetch from
+# the last release wants (the `history` order writes the blob families it touches first).
+# Only HEAD: on libgit2 every branch's unreleased blobs lie in families of 48 of the 67 MB of
+# blobs, HEAD's in 12 MB, so gathering all of them gathered little (docs/locality.md).
+# --ignore-missing: an unborn HEAD walks nothing instead of failing the repack.
+UNRELEASED = ("--ignore-missing", "HEAD", "--not", "--tags")
+_HEX_ID = re.compile(r"[0-9a-f]{40}")
+
+
+class ObjectWalk:
+    """`git rev-list --objects` of everything, read and parsed natively (without the GIL) in a
+    thread as it streams, so the caller can do other work meanwhile. Reading it from Python
+    stalled Git on a full pipe whenever imports held the GIL."""
+
+    def __init__(
+        self, git_dir: Path, missing_ok: bool, extra: tuple[str, ...] = (), revs: tuple[str, ...] | None = None
+    ) -> None:
+        """`revs`: the revisions to walk; by default every ref, reflog and index entry."""
+        # Git prints the same commits and the same other objects in the same order with
+        # --in-commit-order as without, only interleaved (checked on libgit2, redis and git/git:
+        # docs/repack.md); so one such walk gives the discovery order and each object's
+        # introducing commit.
+        self.in_commit_order = "--in-commit-order" in extra
+        self._result: tuple[bytes, bytes, bytes] | None = None
+        args = [gitcmd.GIT, "--git-dir", str(git_dir), "rev-list", "--objects", *extra]
+        roots: list[str] = []
+        if revs is not None:
+            args += revs
+        else:
+            args += ["--all", "--reflog"]
+            if (git_dir / "index").exists():
+                args.append("--indexed-objects")
+            roots = graft_roots(git_dir)
+            if roots:
+                args += ["--ignore-missing", "--stdin"]
+        if missing_ok:
+            args.append("--missing=print")
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if roots else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=gitcmd.git_env(),
+        )
+        if roots:
+            assert self.proc.stdin is not None
+            # rev-list reads all of its standard input before it prints anything.
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.write("".join(r + "\n" for r in roots).encode())
+            self.proc.stdin.close()
+        self.parser = _native.RevList()
+        self.error: BaseException | None = None
+        self.stderr = b""
+        self.thread = threading.Thread(target=self._pump, name="packorder-rev-list", daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        try:
+            self.parser.feed_fd(self.proc.stdout.fileno())
+        except BaseException as e:  # reported by result()
+            self.error = e
+            self.proc.kill()
+        self.stderr = self.proc.stderr.read()
+
+    def result(self) -> tuple[bytes, bytes, bytes]:
+        """(ids, 20 bytes each; name hashes, native u32s; missing ids, 20 bytes each), in the
+        order Git printed them; the same again on later calls."""
+        if self._result is not None:
+            return self._result
+        self.thread.join()
+        code = self.proc.wait()
+        if self.error is not None:
+            raise RepositoryError(f"cannot list the repository's objects: {self.error}")
+        if code != 0:
+            err = self.stderr.decode(errors="replace").strip()
+            first = err.splitlines()[0] if err else f"exit status {code}"
+            raise RepositoryError(f"cannot list the repository's objects: {first}; nothing was changed")
+        oids, hashes, _named, missing = self.parser.finish()
+        self._result = oids, hashes, missing
+        return self._result
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.thread.join()
+        self.proc.wait()
+
+
+def graft_roots(git_dir: Path) -> list[str]:
+    """Every commit a graft file names. Git walks without grafts here (gitcmd.git_env), and
+    `git pack-objects --keep-true-parents`, which `git repack` runs, keeps both a grafted
+    commit's true parents and its graft parents: walking from the graft parents too keeps
+    what Git keeps (and, for a graft on an unreachable commit, a little more)."""
+    path = os.environ.get("GIT_GRAFT_FILE") or str(git_dir / "info" / "grafts")
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return []
+    return [w for line in text.splitlines() if not line.startswith("#") for w in line.split() if _HEX_ID.fullmatch(w)]
+
+
+class TagTips:
+    """`git show-ref --tags -d`, run beside the walk: each tag ref's target and what it peels to."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.proc = subprocess.Popen(
+            [gitcmd.GIT, "--git-dir", str(git_dir), "show-ref", "--tags", "-d"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=gitcmd.git_env(),
+        )
+
+    def ids(self) -> list[bytes]:
+        out, _ = self.proc.communicate()
+        return sorted({bytes.fromhex(line.split()[0]) for line in out.decode().splitlines() if line.strip()})
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+class Snapshot:
+    """The lock (when repacking in place), the listing, and the walk started after it. Use as
+    a context manager: leaving it stops whatever still runs and releases the lock."""
+
+    def __init__(self, git_dir: Path, locked: bool) -> None:
+        self.git_dir = git_dir
+        self.locked = locked
+        self.lock: lock_mod.RepositoryLock | None = None
+        self.local_packs: list[Path] = []
+        self.foreign_packs: list[Path] = []
+        self.loose: list[tuple[bytes, Path]] = []
+        self.foreign_loose: list[tuple[bytes, Path]] = []  # the alternates' loose objects
+        self.walk: ObjectWalk | None = None
+        self.tags: TagTips | None = None
+        # For the orders that place objects by where they sit in history: the walk in commit
+        # order (the main walk itself, made --in-commit-order) and the walk of unreleased
+        # history, run beside it on the other core.
+        self.intro_walk: ObjectWalk | None = None
+        self.unreleased_walk: ObjectWalk | None = None
+        self.config: gitcmd.Config | None = None
+        self.order = DEFAULT_ORDER  # the order whose walks were started
+        self.warnings: list[str] = []  # what taking it warned about (a lock taken over, leftovers)
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for run in (self.walk, self.tags, self.intro_walk, self.unreleased_walk):
+            if run is not None:
+                run.stop()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    @property
+    def objects_dir(self) -> Path:
+        return self.git_dir / "objects"
+
+    def take_history_walks(self) -> tuple[ObjectWalk | None, ObjectWalk | None]:
+        """The `--in-commit-order` walk and the walk of unreleased history, if they were
+        started, handed over once."""
+        walks = (self.intro_walk, self.unreleased_walk)
+        self.intro_walk = self.unreleased_walk = None
+        return walks
+
+    def take_walk(self) -> tuple[ObjectWalk, TagTips]:
+        """The walk and tag listing started with the snapshot, handed over once."""
+        if self.walk is None or self.tags is None:
+            raise RuntimeError("the snapshot's walk was already used")
+        walk, tags = self.walk, self.tags
+        self.walk = self.tags = None
+        return walk, tags
+
+
+def _open(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
+    git_dir = gitcmd.find_git_dir(path)
+    objects = git_dir / "objects"
+    if not objects.is_dir():
+        raise RepositoryError(f"{git_dir} has no objects directory")
+    return Snapshot(git_dir, lock)
+
+
+def _list(snap: Snapshot) -> None:
+    objects = snap.objects_dir
+    snap.local_packs = list_packs(objects / "pack")
+    for alt in alternates(objects):
+        snap.foreign_packs += list_packs(alt / "pack")
+        snap.foreign_loose += list_loose(alt)
+    snap.loose = list_loose(objects)
+
+
+def listed(path: str | os.PathLike[str] | None) -> Snapshot:
+    """The listing alone: no lock, no walk (for reading a repository, not repacking it)."""
+    snap = _open(path, lock=False)
+    _list(snap)
+    return snap
+
+
+def take(
+    path: str | os.PathLike[str] | None,
+    lock: bool | lock_mod.RepositoryLock,
+    order: str | None = None,
+    warn: lock_mod.Warn | None = None,
+) -> Snapshot:
+    """Lock (if `lock`: lock.py; a lock the caller holds already is used as it is, and
+    stays the caller's), list, then start the walks `order` needs (the repository's
+    `packorder.order` when None): the main walk (in commit order when the order needs each
+    object's introducing commit) and, beside it, the walk of unreleased history."""
+    snap = _open(path, bool(lock))
+    try:
+        snap.config = gitcmd.read_config(snap.git_dir)
+        snap.order = configured_order(snap.config, order)
+        needs = CATALOG[snap.order]
+        if lock:
+            # A killed run's lock taken over and its leftovers cleaned: one line for both.
+            notes: list[str] = []
+            if lock is True:
+                snap.lock = lock_mod.acquire(snap.git_dir, notes.append)
+            recovery.recover(snap.git_dir, notes.append)  # before the listing, which sees the result
+            if notes:
+                snap.warnings.append("; ".join(notes))
+                if warn is not None:
+                    warn(snap.warnings[-1])
+        _list(snap)
+        promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)
+        snap.walk = ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER if needs.needs_intro else ())
+        snap.tags = TagTips(snap.git_dir)
+        if needs.needs_intro:
+            snap.intro_walk = snap.walk
+        if needs.needs_unreleased:
+            snap.unreleased_walk = ObjectWalk(snap.git_dir, missing_ok=promisor, revs=UNRELEASED)
+    except BaseException:
+        snap.close()
+        raise
+    return snap
