@@ -11,7 +11,7 @@ Bitmaps are off on both sides (`-c repack.writeBitmaps=false`, `--no-write-bitma
 both do the same work; `--bitmaps` turns them on on both sides instead (each writes a pack
 bitmap; packorder falls back to a multi-pack-index bitmap only beside packs it keeps), as
 a bare repository gets them by default. Every run gets a fresh copy of the repository (the copy is not timed);
-the tools run alternately, several times; we report the median wall time of each, the
+the tools run alternately (each first in turn, after a sync), several times; we report the median wall time of each, the
 ratio to Git's, peak RSS (the child's ru_maxrss, median over runs) and the pack size.
 
 A partial clone's copy is set up so that Git accepts to repack it (repository format 1,
@@ -264,9 +264,13 @@ def bench(args: argparse.Namespace) -> dict:
         variants.append(Variant("dulwich", "reuse"))
     with tempfile.TemporaryDirectory(prefix="bench-repack-", dir=args.tmp) as tmp:
         for i in range(args.runs):
-            for v in variants:
+            # Each tool runs first in turn, so none always follows the same one (whose
+            # writes the kernel may still be flushing); the copy is on disk before the clock.
+            turn = i % len(variants)
+            for v in variants[turn:] + variants[:turn]:
                 copy = Path(tmp) / "repo"
                 prepare_copy(repo, copy, args.git, args.drop_promisor)
+                os.sync()
                 seconds, cpu, rss = timed(commands(args, copy, v.name, v.mode))
                 prefix = TMP_PACK if v.name == "git" and args.git_pack_objects else "pack-"
                 out_dir = {"libgit2": copy / LIBGIT2_OUT, "gix": copy / GIX_OUT}.get(v.name)

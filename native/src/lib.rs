@@ -8,6 +8,7 @@ pub mod pack;
 pub mod progress;
 mod python;
 pub mod seek;
+pub mod walk;
 pub mod write;
 
 use pyo3::prelude::*;
@@ -65,9 +66,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PHASE_INDEXING", progress::PHASE_INDEXING)?;
     m.add("PHASE_RESOLVING", progress::PHASE_RESOLVING)?;
     m.add("PHASE_CHECKSUM", progress::PHASE_CHECKSUM)?;
+    m.add("PHASE_WALKING", progress::PHASE_WALKING)?;
     m.add_class::<python::index::PackIndexer>()?;
     m.add_class::<python::format::Sha1>()?;
     m.add_class::<python::write::RevList>()?;
+    m.add_class::<python::walk::ObjectWalker>()?;
     m.add_class::<python::write::PackWriter>()?;
     m.add_class::<python::write::ObjectCheck>()?;
     m.add_class::<python::delta::DeltaIndex>()?;

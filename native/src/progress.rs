@@ -8,6 +8,8 @@ pub const PHASE_IDLE: u8 = 0;
 pub const PHASE_INDEXING: u8 = 1;
 pub const PHASE_RESOLVING: u8 = 2;
 pub const PHASE_CHECKSUM: u8 = 3;
+/// (4 is the delta search's, python/delta.rs.)
+pub const PHASE_WALKING: u8 = 5;
 
 #[derive(Default)]
 pub struct Progress {

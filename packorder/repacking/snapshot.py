@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
 import threading
 from pathlib import Path
 
 from packorder import _native, gitcmd
-from packorder.errors import RepositoryError
+from packorder.errors import RepositoryError, UsageError
 from packorder.orders.catalog import CATALOG, DEFAULT_ORDER, configured_order
 from packorder.repacking import lock as lock_mod
-from packorder.repacking import recovery
+from packorder.repacking import native_walk, recovery
+from packorder.repacking.native_walk import graft_roots
 from packorder.store.listing import alternates, list_loose, list_packs
 
 IN_COMMIT_ORDER = ("--in-commit-order",)
@@ -30,7 +30,6 @@ IN_COMMIT_ORDER = ("--in-commit-order",)
 # blobs, HEAD's in 12 MB, so gathering all of them gathered little (docs/locality.md).
 # --ignore-missing: an unborn HEAD walks nothing instead of failing the repack.
 UNRELEASED = ("--ignore-missing", "HEAD", "--not", "--tags")
-_HEX_ID = re.compile(r"[0-9a-f]{40}")
 
 
 class ObjectWalk:
@@ -113,19 +112,6 @@ class ObjectWalk:
         self.proc.wait()
 
 
-def graft_roots(git_dir: Path) -> list[str]:
-    """Every commit a graft file names. Git walks without grafts here (gitcmd.git_env), and
-    `git pack-objects --keep-true-parents`, which `git repack` runs, keeps both a grafted
-    commit's true parents and its graft parents: walking from the graft parents too keeps
-    what Git keeps (and, for a graft on an unreachable commit, a little more)."""
-    path = os.environ.get("GIT_GRAFT_FILE") or str(git_dir / "info" / "grafts")
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError:
-        return []
-    return [w for line in text.splitlines() if not line.startswith("#") for w in line.split() if _HEX_ID.fullmatch(w)]
-
-
 class TagTips:
     """`git show-ref --tags -d`, run beside the walk: each tag ref's target and what it peels to."""
 
@@ -159,12 +145,12 @@ class Snapshot:
         self.foreign_packs: list[Path] = []
         self.loose: list[tuple[bytes, Path]] = []
         self.foreign_loose: list[tuple[bytes, Path]] = []  # the alternates' loose objects
-        self.walk: ObjectWalk | None = None
+        self.walk: ObjectWalk | native_walk.NativeWalk | None = None
         self.tags: TagTips | None = None
         # For the orders that place objects by where they sit in history: the walk in commit
         # order (the main walk itself, made --in-commit-order) and the walk of unreleased
         # history, run beside it on the other core.
-        self.intro_walk: ObjectWalk | None = None
+        self.intro_walk: ObjectWalk | native_walk.NativeWalk | None = None
         self.unreleased_walk: ObjectWalk | None = None
         self.config: gitcmd.Config | None = None
         self.order = DEFAULT_ORDER  # the order whose walks were started
@@ -212,6 +198,26 @@ def _open(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
     return Snapshot(git_dir, lock)
 
 
+def _main_walk(snap: Snapshot, promisor: bool, in_commit_order: bool) -> ObjectWalk | native_walk.NativeWalk:
+    """The walk of every reachable object: `packorder.walk` chooses Git's or ours."""
+    assert snap.config is not None
+    choice = snap.config.get("packorder.walk") or "git"
+    if choice not in native_walk.WALKS:
+        raise UsageError(f"packorder.walk is {choice!r}: it is one of {', '.join(native_walk.WALKS)}")
+    if choice == "native":
+        walk = native_walk.start(
+            snap.git_dir,
+            snap.local_packs + snap.foreign_packs,
+            snap.loose + snap.foreign_loose,
+            promisor,
+            in_commit_order,
+            snap.config,
+        )
+        if walk is not None:
+            return walk
+    return ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER if in_commit_order else ())
+
+
 def _list(snap: Snapshot) -> None:
     objects = snap.objects_dir
     snap.local_packs = list_packs(objects / "pack")
@@ -255,7 +261,7 @@ def take(
                     warn(snap.warnings[-1])
         _list(snap)
         promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)
-        snap.walk = ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER if needs.needs_intro else ())
+        snap.walk = _main_walk(snap, promisor, needs.needs_intro)
         snap.tags = TagTips(snap.git_dir)
         if needs.needs_intro:
             snap.intro_walk = snap.walk

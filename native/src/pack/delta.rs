@@ -98,6 +98,35 @@ fn next_op(delta: &[u8], pos: usize, base_len: u64, offset: u64) -> Result<(Op, 
     }
 }
 
+/// A range of a delta's result copied from its base: `len` bytes at `at` in the result,
+/// from `from` in the base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Copied {
+    pub at: usize,
+    pub from: usize,
+    pub len: usize,
+}
+
+/// The copied ranges of a delta (already applied, so checked) against a base of
+/// `base_len` bytes, in result order.
+pub fn copied_ranges(delta: &[u8], base_len: u64, offset: u64) -> Result<Vec<Copied>> {
+    let (_, _, mut pos) = delta_sizes(delta, offset)?;
+    let mut at = 0;
+    let mut out = Vec::new();
+    while pos < delta.len() {
+        let (op, next) = next_op(delta, pos, base_len, offset)?;
+        match op {
+            Op::Copy { from, len } => {
+                out.push(Copied { at, from, len });
+                at += len;
+            }
+            Op::Insert { len, .. } => at += len,
+        }
+        pos = next;
+    }
+    Ok(out)
+}
+
 /// Validate a delta against a base of `base_len` bytes; returns the result size.
 pub fn check_delta(delta: &[u8], base_len: u64, offset: u64) -> Result<u64> {
     let (declared_base, result, mut pos) = delta_sizes(delta, offset)?;

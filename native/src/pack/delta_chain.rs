@@ -31,6 +31,12 @@ pub trait ChainLinks {
     /// More links than any chain can have: a longer walk is a cycle, reported as `cycle`.
     fn max_chain(&self) -> usize;
     fn cycle(&self, start: &Self::Link) -> PackError;
+    /// A buffer for the deltas of one decode, handed back by `keep_buffer` when it ends: a
+    /// reader that decodes one object after another reuses its allocation.
+    fn take_buffer(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
+    fn keep_buffer(&mut self, _buffer: Vec<u8>) {}
 }
 
 /// Which rebuilt objects are kept for later chains.
@@ -91,22 +97,26 @@ pub fn decode<L: ChainLinks>(
             }
         }
     };
-    let mut delta = Vec::new();
-    while let Some(link) = chain.pop() {
-        links.inflate(&link, &mut delta)?;
-        let mut next = Vec::new();
-        apply_delta_into(
-            &data,
-            &delta,
-            links.offset(&link),
-            links.object_limit(),
-            &mut next,
-        )?;
-        stats.applied += 1;
-        data = Arc::new(next);
-        cache.offer(&link, &data);
-    }
-    Ok(data)
+    let mut delta = links.take_buffer();
+    let applied = (|| {
+        while let Some(link) = chain.pop() {
+            links.inflate(&link, &mut delta)?;
+            let mut next = Vec::new();
+            apply_delta_into(
+                &data,
+                &delta,
+                links.offset(&link),
+                links.object_limit(),
+                &mut next,
+            )?;
+            stats.applied += 1;
+            data = Arc::new(next);
+            cache.offer(&link, &data);
+        }
+        Ok(())
+    })();
+    links.keep_buffer(delta);
+    applied.map(|()| data)
 }
 
 #[cfg(test)]
@@ -176,8 +186,8 @@ mod tests {
             .map(|v| (0..100u8).map(|i| if i < 60 { i } else { i ^ v }).collect())
             .collect();
         let mut stored = vec![objects[0].clone()];
-        for v in 1..objects.len() {
-            stored.push(keep_and_append(100, 60, &objects[v][60..]));
+        for object in &objects[1..] {
+            stored.push(keep_and_append(100, 60, &object[60..]));
         }
         let bases = vec![None, Some(0), Some(1), Some(2)];
         (objects, Plain { bases, stored })

@@ -91,6 +91,7 @@ struct StoreLinks<'a> {
     store: &'a Store,
     inflater: Inflater,
     raw: Vec<u8>,
+    delta: Vec<u8>,
     /// The most entries of one pack: no chain is longer.
     longest: usize,
 }
@@ -152,6 +153,16 @@ impl ChainLinks for StoreLinks<'_> {
 
     fn cycle(&self, &(s, pos): &Key) -> PackError {
         self.store.packs[s as usize].corrupt(pos, "delta cycle")
+    }
+
+    fn take_buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.delta)
+    }
+
+    fn keep_buffer(&mut self, buffer: Vec<u8>) {
+        if buffer.capacity() <= 1 << 22 {
+            self.delta = buffer;
+        }
     }
 }
 
@@ -237,6 +248,7 @@ impl<'a> Reader<'a> {
                 store,
                 inflater: Inflater::new(),
                 raw: Vec::new(),
+                delta: Vec::new(),
                 longest: store
                     .packs
                     .iter()

@@ -74,7 +74,8 @@ pub struct DeltaSearch {
 
 #[pymethods]
 impl DeltaSearch {
-    /// packs: [(path, offsets u64, ends u64, header_lens u8, kinds u8, sizes u64, bases i64)]
+    /// packs: [(path, offsets u64, end of the entries, header_lens u8, kinds u8, sizes u64,
+    /// bases i64, crcs)]
     /// in pack order; loose: paths. Candidates, sorted, one element each: kinds u8, sizes
     /// u64, sources i32 (pack index, -1 loose), positions u64 (pack position or loose
     /// index), max_depths u32, same_pack u8, ranks u32 (optional: a base may not outrank its

@@ -7,4 +7,5 @@ pub(crate) mod format;
 pub(crate) mod index;
 pub(crate) mod orders;
 pub(crate) mod seek;
+pub(crate) mod walk;
 pub(crate) mod write;

@@ -1,0 +1,152 @@
+//! The Python face of the object walk: a handle whose run releases the GIL, whose progress a
+//! Python thread polls, and which that thread can cancel.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+
+use crate::error::PackError;
+use crate::pack::entry::{ObjectId, RAWSZ};
+use crate::progress::Progress;
+use crate::python::arrays::bytes_of;
+use crate::to_py_err;
+use crate::walk::index_file::{index_roots, IndexRoots};
+use crate::walk::odb::ObjectDb;
+use crate::walk::traverse::{walk, Root, WalkOptions};
+
+fn ids_of(b: &[u8]) -> PyResult<Vec<ObjectId>> {
+    if !b.len().is_multiple_of(RAWSZ) {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "ids: not a multiple of 20 bytes",
+        ));
+    }
+    Ok(b.chunks_exact(RAWSZ)
+        .map(|c| c.try_into().unwrap())
+        .collect())
+}
+
+struct Job {
+    packs: Vec<PathBuf>,
+    loose: Vec<(ObjectId, PathBuf)>,
+    commits: Vec<ObjectId>,
+    roots: Vec<Root>,
+    opts: WalkOptions,
+    cache_budget: u64,
+    object_limit: u64,
+}
+
+#[pyclass(frozen, module = "packorder._native")]
+pub struct ObjectWalker {
+    progress: Arc<Progress>,
+    job: Mutex<Option<Job>>,
+    /// Why an index is left to Git, if one is.
+    #[pyo3(get)]
+    unsupported: Option<&'static str>,
+}
+
+#[pymethods]
+impl ObjectWalker {
+    /// packs: pack paths (each beside its .idx); loose_ids (20 bytes each, sorted) with
+    /// loose_paths; commits: the starting commits in Git's order (20 bytes each); roots:
+    /// [(id, path or None)] that are not commits, in order; index_files: the worktrees'
+    /// indexes, in Git's order (read here); shallow: sorted ids whose parents are not walked.
+    #[new]
+    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, cache_budget, object_limit))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        packs: Vec<PathBuf>,
+        loose_ids: &[u8],
+        loose_paths: Vec<PathBuf>,
+        commits: &[u8],
+        roots: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+        index_files: Vec<PathBuf>,
+        in_commit_order: bool,
+        missing_ok: bool,
+        shallow: &[u8],
+        cache_budget: u64,
+        object_limit: u64,
+    ) -> PyResult<Self> {
+        let loose_ids = ids_of(loose_ids)?;
+        if loose_ids.len() != loose_paths.len() || loose_ids.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "loose ids: not sorted, or not one per path",
+            ));
+        }
+        let mut roots = roots
+            .into_iter()
+            .map(|(id, path)| {
+                let id: ObjectId = id.try_into().map_err(|_| {
+                    pyo3::exceptions::PyValueError::new_err("a root id is not 20 bytes")
+                })?;
+                Ok(Root { id, path, kind: 0 })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        // The indexes are read now, so that one this walk leaves to Git is known before it
+        // starts.
+        let mut unsupported = None;
+        for index in &index_files {
+            match index_roots(index).map_err(to_py_err)? {
+                IndexRoots::Roots(r) => roots.extend(r),
+                IndexRoots::Unsupported(why) => unsupported = Some(why),
+            }
+        }
+        let job = Job {
+            packs,
+            loose: loose_ids.into_iter().zip(loose_paths).collect(),
+            commits: ids_of(commits)?,
+            roots,
+            opts: WalkOptions {
+                in_commit_order,
+                missing_ok,
+                shallow: ids_of(shallow)?,
+            },
+            cache_budget,
+            object_limit,
+        };
+        Ok(ObjectWalker {
+            progress: Arc::new(Progress::default()),
+            job: Mutex::new(Some(job)),
+            unsupported,
+        })
+    }
+
+    /// Walk: (ids, 20 bytes each, in Git's order; name hashes as native u32s; missing ids).
+    fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(mut job) = job else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "this walk has already run",
+            ));
+        };
+        let progress = self.progress.clone();
+        let w = py
+            .detach(|| -> Result<_, PackError> {
+                let loose = std::mem::take(&mut job.loose);
+                let mut db = ObjectDb::open(&job.packs, loose, job.cache_budget, job.object_limit)?;
+                walk(&mut db, &job.commits, &job.roots, &job.opts, &progress)
+            })
+            .map_err(to_py_err)?;
+        let items: [Py<PyAny>; 3] = [
+            PyBytes::new(py, w.ids.as_flattened()).into_any().unbind(),
+            PyBytes::new(py, &bytes_of(&w.name_hashes, u32::to_ne_bytes))
+                .into_any()
+                .unbind(),
+            PyBytes::new(py, w.missing.as_flattened())
+                .into_any()
+                .unbind(),
+        ];
+        PyTuple::new(py, items)
+    }
+
+    /// (phase, done, total).
+    fn progress(&self) -> (u8, u64, u64) {
+        self.progress.snapshot()
+    }
+
+    fn cancel(&self) {
+        self.progress.cancelled.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,92 @@
+//! Sets the walk asks tens of millions of times: object ids, and pack entries by offset.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::pack::entry::ObjectId;
+
+/// An object id as three words, compared inline (a set of ids is asked tens of millions of
+/// times in a walk); ids are uniformly distributed, so the first word is a hash already.
+#[derive(Clone, Copy)]
+struct IdKey(u64, u64, u32);
+
+// Written out: a derived comparison of the three words is merged into a call of memcmp.
+impl PartialEq for IdKey {
+    fn eq(&self, o: &Self) -> bool {
+        ((self.0 ^ o.0) | (self.1 ^ o.1) | u64::from(self.2 ^ o.2)) == 0
+    }
+}
+
+impl Eq for IdKey {}
+
+impl IdKey {
+    fn of(id: &ObjectId) -> Self {
+        IdKey(
+            u64::from_ne_bytes(id[..8].try_into().unwrap()),
+            u64::from_ne_bytes(id[8..16].try_into().unwrap()),
+            u32::from_ne_bytes(id[16..20].try_into().unwrap()),
+        )
+    }
+}
+
+impl std::hash::Hash for IdKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0);
+    }
+}
+
+#[derive(Default)]
+struct FirstWord(u64);
+
+impl Hasher for FirstWord {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("IdKey hashes its first word only")
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// A set of object ids.
+#[derive(Default)]
+pub struct IdSet(HashSet<IdKey, BuildHasherDefault<FirstWord>>);
+
+impl IdSet {
+    /// Whether `id` was not in the set (and now is).
+    pub fn insert(&mut self, id: ObjectId) -> bool {
+        self.0.insert(IdKey::of(&id))
+    }
+    pub fn contains(&self, id: &ObjectId) -> bool {
+        self.0.contains(&IdKey::of(id))
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Pack offsets are distinct enough to be their own hash.
+#[derive(Default)]
+pub struct LinkHasher(u64);
+
+impl Hasher for LinkHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = self.0.rotate_left(32) ^ u64::from(n);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+}

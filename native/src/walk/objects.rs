@@ -1,0 +1,216 @@
+//! The parts of commits, trees and tags a walk follows, parsed as Git parses them
+//! (commit.c's parse_commit_buffer and parse_commit_date, tree-walk.c, tag.c).
+
+use crate::error::{PackError, Result};
+use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE, RAWSZ};
+use crate::pack::hash::{hex, parse_hex};
+
+pub struct Commit {
+    pub tree: ObjectId,
+    pub parents: Vec<ObjectId>,
+    /// The committer's timestamp, as Git reads it for ordering (0 when it cannot).
+    pub date: u64,
+}
+
+fn bad(id: &ObjectId, what: &str) -> PackError {
+    PackError::general(format!("{what} in object {}", hex(id)))
+}
+
+pub fn parse_commit(id: &ObjectId, data: &[u8]) -> Result<Commit> {
+    let hexsz = 2 * RAWSZ;
+    if data.len() <= hexsz + 6 || &data[..5] != b"tree " || data[5 + hexsz] != b'\n' {
+        return Err(bad(id, "bad tree pointer"));
+    }
+    let tree = parse_hex(&data[5..5 + hexsz]).ok_or_else(|| bad(id, "bad tree pointer"))?;
+    let mut at = 6 + hexsz;
+    let mut parents = Vec::new();
+    while at + 7 + hexsz < data.len() && &data[at..at + 7] == b"parent " {
+        if data[at + 7 + hexsz] != b'\n' {
+            return Err(bad(id, "bad parents"));
+        }
+        parents
+            .push(parse_hex(&data[at + 7..at + 7 + hexsz]).ok_or_else(|| bad(id, "bad parents"))?);
+        at += 8 + hexsz;
+    }
+    Ok(Commit {
+        tree,
+        parents,
+        date: commit_date(&data[at..]),
+    })
+}
+
+/// parse_commit_date: the "author" line must come first, then "committer"; the number after
+/// the committer line's last '>' (strtoumax: a leading '-' wraps around).
+fn commit_date(buf: &[u8]) -> u64 {
+    if buf.len() <= 6 || &buf[..6] != b"author" {
+        return 0;
+    }
+    let Some(nl) = buf.iter().position(|&c| c == b'\n') else {
+        return 0;
+    };
+    let buf = &buf[nl + 1..];
+    if buf.len() <= 9 || &buf[..9] != b"committer" {
+        return 0;
+    }
+    let Some(eol) = buf.iter().position(|&c| c == b'\n') else {
+        return 0;
+    };
+    let Some(gt) = buf[..eol].iter().rposition(|&c| c == b'>') else {
+        return 0;
+    };
+    let mut s = &buf[gt + 1..eol];
+    while let Some((&c, rest)) = s.split_first() {
+        if !c.is_ascii_whitespace() {
+            break;
+        }
+        s = rest;
+    }
+    let negative = s.first() == Some(&b'-');
+    if negative {
+        s = &s[1..];
+    } else if !s.first().is_some_and(u8::is_ascii_digit) {
+        return 0;
+    }
+    let mut n: u64 = 0;
+    for &c in s.iter().take_while(|c| c.is_ascii_digit()) {
+        match n
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+        {
+            Some(v) => n = v,
+            None => return u64::MAX,
+        }
+    }
+    if negative {
+        n.wrapping_neg()
+    } else {
+        n
+    }
+}
+
+/// One tree entry: its mode, name and id.
+pub struct TreeEntry<'a> {
+    pub mode: u32,
+    pub name: &'a [u8],
+    pub id: &'a [u8],
+}
+
+pub const MODE_DIR: u32 = 0o040000;
+pub const MODE_GITLINK: u32 = 0o160000;
+
+/// The entry of tree `id` that starts at `at` in its data, and where the next one starts;
+/// None at the end.
+pub fn tree_entry_at<'a>(
+    id: &ObjectId,
+    data: &'a [u8],
+    at: usize,
+) -> Result<Option<(TreeEntry<'a>, usize)>> {
+    let rest = &data[at..];
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    let malformed = || bad(id, "malformed tree entry");
+    let sp = rest.iter().position(|&c| c == b' ').ok_or_else(malformed)?;
+    if sp == 0 {
+        return Err(malformed());
+    }
+    let mut mode = 0u32;
+    for &c in &rest[..sp] {
+        if !(b'0'..=b'7').contains(&c) {
+            return Err(bad(id, "malformed mode in tree entry"));
+        }
+        mode = (mode << 3) | u32::from(c - b'0');
+    }
+    let nul = sp
+        + 1
+        + rest[sp + 1..]
+            .iter()
+            .position(|&c| c == 0)
+            .ok_or_else(malformed)?;
+    if nul == sp + 1 || rest.len() < nul + 1 + RAWSZ {
+        return Err(malformed());
+    }
+    let entry = TreeEntry {
+        mode,
+        name: &rest[sp + 1..nul],
+        id: &rest[nul + 1..nul + 1 + RAWSZ],
+    };
+    Ok(Some((entry, at + nul + 1 + RAWSZ)))
+}
+
+pub struct Tag {
+    pub object: ObjectId,
+    pub kind: u8,
+    /// The tag's name (its `tag` header), which rev-list prints beside it.
+    pub name: Vec<u8>,
+}
+
+/// parse_tag_buffer: "object <hex>\ntype <type>\n", then an optional "tag <name>\n".
+pub fn parse_tag(id: &ObjectId, data: &[u8]) -> Result<Tag> {
+    let hexsz = 2 * RAWSZ;
+    if data.len() < 7 + hexsz + 1 || &data[..7] != b"object " || data[7 + hexsz] != b'\n' {
+        return Err(bad(id, "bad tag"));
+    }
+    let object = parse_hex(&data[7..7 + hexsz]).ok_or_else(|| bad(id, "bad tag"))?;
+    let rest = &data[8 + hexsz..];
+    let line = |r: &[u8], key: &[u8]| -> Option<(Vec<u8>, usize)> {
+        if !r.starts_with(key) {
+            return None;
+        }
+        let nl = r.iter().position(|&c| c == b'\n')?;
+        Some((r[key.len()..nl].to_vec(), nl + 1))
+    };
+    let (kind_name, used) = line(rest, b"type ").ok_or_else(|| bad(id, "bad tag"))?;
+    let kind = match &kind_name[..] {
+        b"commit" => OBJ_COMMIT,
+        b"tree" => OBJ_TREE,
+        b"blob" => OBJ_BLOB,
+        b"tag" => OBJ_TAG,
+        _ => return Err(bad(id, "unknown type in tag")),
+    };
+    let name = line(&rest[used..], b"tag ")
+        .map(|(n, _)| n)
+        .unwrap_or_default();
+    Ok(Tag { object, kind, name })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_as_git_reads_them() {
+        let c = b"author A <a@x> 5 +0000\ncommitter C <c@x>  1234567890 +0100\n\nmsg";
+        assert_eq!(commit_date(c), 1234567890);
+        assert_eq!(commit_date(b"committer C <c@x> 5 +0000\n"), 0);
+        assert_eq!(
+            commit_date(b"author A <a@x> 5 +0000\ncommitter C <c@x> x\n"),
+            0
+        );
+        assert_eq!(
+            commit_date(b"author A\ncommitter C <c@x> -1 +0000\n"),
+            u64::MAX
+        );
+    }
+
+    #[test]
+    fn tree_entries_in_order() {
+        let id = [0u8; RAWSZ];
+        let mut t = b"100644 a\0".to_vec();
+        t.extend([1u8; RAWSZ]);
+        t.extend(b"40000 dir\0");
+        t.extend([2u8; RAWSZ]);
+        let (first, next) = tree_entry_at(&id, &t, 0).unwrap().unwrap();
+        assert_eq!(
+            (first.mode, first.name, first.id[0]),
+            (0o100644, &b"a"[..], 1)
+        );
+        let (second, end) = tree_entry_at(&id, &t, next).unwrap().unwrap();
+        assert_eq!(
+            (second.mode, second.name, second.id[0]),
+            (MODE_DIR, &b"dir"[..], 2)
+        );
+        assert!(tree_entry_at(&id, &t, end).unwrap().is_none());
+        assert!(tree_entry_at(&id, b"100644 a\0short", 0).is_err());
+    }
+}

@@ -1,0 +1,353 @@
+//! The objects a walk reads, by id: a repository's packs (through their `.idx`, entries read
+//! at their offsets as needed, nothing listed ahead) and its loose objects. Packed objects
+//! are rebuilt by the shared chain decoder (pack/delta_chain.rs) with the walk's own policy:
+//! every object rebuilt is kept, least recently used out first, under a byte budget (the
+//! role of Git's core.deltaBaseCacheLimit), since the versions of one tree delta against
+//! each other and come close together in a walk.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+
+use crate::error::{PackError, Result};
+use crate::pack::delta::{copied_ranges, Copied};
+use crate::pack::delta_chain::{decode, BaseCache, ChainLinks, ChainStats, Object};
+use crate::pack::entry::{is_delta, parse_header, BaseRef, ObjectId, MAX_HEADER_LEN};
+use crate::pack::inflate::Inflater;
+use crate::walk::pack_index::IndexedPack;
+
+/// Where an object is: entry `offset` of pack `pack`.
+type Link = (u32, u64);
+
+/// The packs as chain links; remembers the type of the chain root it last reached.
+struct PackLinks<'a> {
+    packs: &'a [IndexedPack],
+    inflater: Inflater,
+    raw: Vec<u8>,
+    delta: Vec<u8>,
+    object_limit: u64,
+    longest: usize,
+    root_kind: u8,
+    /// The entry asked for, and the base it is a delta against once found.
+    start: Link,
+    start_base: Option<Link>,
+}
+
+impl PackLinks<'_> {
+    fn header(&self, (p, offset): Link) -> Result<crate::pack::entry::EntryHeader> {
+        let pack = &self.packs[p as usize];
+        let mut buf = [0u8; MAX_HEADER_LEN];
+        let n = pack.pack.read_upto(&mut buf, offset, pack.end_of(offset))?;
+        parse_header(&buf[..n], offset)?.ok_or_else(|| pack.corrupt(offset, "entry header cut off"))
+    }
+}
+
+impl ChainLinks for PackLinks<'_> {
+    type Link = Link;
+
+    fn base(&self, &(p, offset): &Link) -> Result<Option<Link>> {
+        let head = self.header((p, offset))?;
+        match head.base {
+            BaseRef::None => Ok(None),
+            BaseRef::Offset(b) => Ok(Some((p, b))),
+            BaseRef::Id(id) => {
+                // A pack in a repository holds the bases of its REF_DELTAs (thin packs are
+                // completed when they arrive).
+                let pack = &self.packs[p as usize];
+                match pack.find(&id) {
+                    Some(b) => Ok(Some((p, b))),
+                    None => Err(pack.corrupt(offset, "delta base not in the pack")),
+                }
+            }
+        }
+    }
+
+    fn take_buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.delta)
+    }
+
+    fn inflate(&mut self, &(p, offset): &Link, out: &mut Vec<u8>) -> Result<()> {
+        let pack = &self.packs[p as usize];
+        let end = pack.end_of(offset);
+        if end <= offset {
+            return Err(pack.corrupt(offset, "entry outside the pack"));
+        }
+        self.raw.resize((end - offset) as usize, 0);
+        pack.pack.read_exact_at(&mut self.raw, offset)?;
+        let head = parse_header(&self.raw, offset)?
+            .ok_or_else(|| pack.corrupt(offset, "entry header cut off"))?;
+        if !is_delta(head.kind) {
+            self.root_kind = head.kind;
+        } else if (p, offset) == self.start {
+            self.start_base = match head.base {
+                BaseRef::Offset(b) => Some((p, b)),
+                BaseRef::Id(id) => pack.find(&id).map(|b| (p, b)),
+                BaseRef::None => None,
+            };
+        }
+        if head.size > self.object_limit {
+            return Err(pack.corrupt(
+                offset,
+                &format!("an entry of {} bytes does not fit in memory", head.size),
+            ));
+        }
+        self.inflater
+            .inflate_into(&self.raw[head.header_len..], head.size as usize, out)
+            .map_err(|f| pack.corrupt(offset, &f.describe(head.size)))?;
+        if self.raw.capacity() > 1 << 22 {
+            self.raw = Vec::new();
+        }
+        Ok(())
+    }
+
+    fn offset(&self, link: &Link) -> u64 {
+        link.1
+    }
+
+    fn object_limit(&self) -> u64 {
+        self.object_limit
+    }
+
+    fn max_chain(&self) -> usize {
+        self.longest
+    }
+
+    fn cycle(&self, &(p, offset): &Link) -> PackError {
+        self.packs[p as usize].corrupt(offset, "delta cycle")
+    }
+
+    fn keep_buffer(&mut self, buffer: Vec<u8>) {
+        if buffer.capacity() <= 1 << 22 {
+            self.delta = buffer;
+        }
+    }
+}
+
+/// Every object rebuilt, kept with its type, least recently used out first.
+struct RecentObjects {
+    budget: u64,
+    used: u64,
+    clock: u64,
+    map: HashMap<Link, (Object, u8, u64)>,
+    uses: VecDeque<(u64, Link)>,
+    /// Set by a hit: the type of the chain being decoded.
+    hit_kind: u8,
+    /// Offered during the current decode, their type known only once it ends.
+    untyped: Vec<Link>,
+}
+
+impl BaseCache<Link> for RecentObjects {
+    fn get(&mut self, link: &Link) -> Option<Object> {
+        self.clock += 1;
+        let now = self.clock;
+        let (data, kind, used) = self.map.get_mut(link)?;
+        *used = now;
+        self.hit_kind = *kind;
+        self.uses.push_back((now, *link));
+        Some(data.clone())
+    }
+
+    fn offer(&mut self, link: &Link, data: &Object) {
+        if data.len() as u64 > self.budget / 4 {
+            return;
+        }
+        self.clock += 1;
+        let now = self.clock;
+        if self.map.insert(*link, (data.clone(), 0, now)).is_none() {
+            self.used += data.len() as u64;
+        }
+        self.untyped.push(*link);
+        self.uses.push_back((now, *link));
+        while self.used > self.budget {
+            let Some((when, old)) = self.uses.pop_front() else {
+                break;
+            };
+            if self.map.get(&old).is_some_and(|e| e.2 == when) {
+                if let Some((d, _, _)) = self.map.remove(&old) {
+                    self.used -= d.len() as u64;
+                }
+            }
+        }
+        if self.uses.len() > 4 * self.map.len() + 1024 {
+            let map = &self.map;
+            self.uses
+                .retain(|(when, key)| map.get(key).is_some_and(|e| e.2 == *when));
+        }
+    }
+}
+
+/// A repository's objects for one walking thread.
+pub struct ObjectDb {
+    packs: Vec<IndexedPack>,
+    loose_ids: Vec<ObjectId>,
+    loose_paths: Vec<PathBuf>,
+    links_inflater: Option<Inflater>,
+    raw: Vec<u8>,
+    delta: Vec<u8>,
+    cache: RecentObjects,
+    object_limit: u64,
+    /// The most entries of one pack: no chain is longer.
+    longest: usize,
+    pub stats: ChainStats,
+}
+
+/// Where an id was found.
+#[derive(Clone, Copy)]
+pub enum Found {
+    Packed(u32, u64),
+    Loose(usize),
+}
+
+/// An entry of a pack: (pack, offset).
+pub type EntryLink = Link;
+
+/// An object read, and, when it was just rebuilt from a delta, that delta's base and the
+/// ranges it copied from it.
+pub struct Read {
+    pub kind: u8,
+    pub data: Object,
+    pub delta: Option<(EntryLink, Vec<Copied>)>,
+}
+
+impl ObjectDb {
+    /// `loose`: (id, path) sorted by id.
+    pub fn open(
+        packs: &[PathBuf],
+        loose: Vec<(ObjectId, PathBuf)>,
+        budget: u64,
+        object_limit: u64,
+    ) -> Result<Self> {
+        let packs = packs
+            .iter()
+            .map(|p| IndexedPack::open(p))
+            .collect::<Result<Vec<_>>>()?;
+        let (loose_ids, loose_paths) = loose.into_iter().unzip();
+        let longest = packs.iter().map(|p| p.ids.len()).max().unwrap_or(0);
+        Ok(ObjectDb {
+            longest,
+            packs,
+            loose_ids,
+            loose_paths,
+            links_inflater: Some(Inflater::new()),
+            raw: Vec::new(),
+            delta: Vec::new(),
+            cache: RecentObjects {
+                budget,
+                used: 0,
+                clock: 0,
+                map: HashMap::new(),
+                uses: VecDeque::new(),
+                hit_kind: 0,
+                untyped: Vec::new(),
+            },
+            object_limit,
+            stats: ChainStats::default(),
+        })
+    }
+
+    pub fn find(&self, id: &ObjectId) -> Option<Found> {
+        for (i, p) in self.packs.iter().enumerate() {
+            if let Some(o) = p.find(id) {
+                return Some(Found::Packed(i as u32, o));
+            }
+        }
+        self.loose_ids.binary_search(id).ok().map(Found::Loose)
+    }
+
+    /// The type and data of the object `at`.
+    pub fn read(&mut self, at: Found) -> Result<(u8, Object)> {
+        let r = self.read_with_delta(at)?;
+        Ok((r.kind, r.data))
+    }
+
+    /// The base of entry `link` and what its delta copies from it, read again (the object
+    /// itself came from the cache); None for a whole object.
+    pub fn delta_of(&mut self, (p, offset): EntryLink) -> Result<Option<(EntryLink, Vec<Copied>)>> {
+        let mut links = PackLinks {
+            packs: &self.packs,
+            inflater: self.links_inflater.take().unwrap_or_default(),
+            raw: std::mem::take(&mut self.raw),
+            delta: std::mem::take(&mut self.delta),
+            object_limit: self.object_limit,
+            longest: self.longest,
+            root_kind: 0,
+            start: (p, offset),
+            start_base: None,
+        };
+        let head = links.header((p, offset));
+        let result = match head {
+            Ok(h) if is_delta(h.kind) => {
+                let mut delta = std::mem::take(&mut links.delta);
+                let r = links.inflate(&(p, offset), &mut delta);
+                let out = match (r, links.start_base) {
+                    (Ok(()), Some(base)) => {
+                        copied_ranges(&delta, u64::MAX, offset).map(|c| Some((base, c)))
+                    }
+                    (Ok(()), None) => Ok(None),
+                    (Err(e), _) => Err(e),
+                };
+                links.delta = delta;
+                out
+            }
+            Ok(_) => Ok(None),
+            Err(e) => Err(e),
+        };
+        self.links_inflater = Some(links.inflater);
+        self.raw = links.raw;
+        self.delta = links.delta;
+        result
+    }
+
+    /// The object `at`, with the delta it was just rebuilt from (if it was).
+    pub fn read_with_delta(&mut self, at: Found) -> Result<Read> {
+        match at {
+            Found::Loose(i) => {
+                let (kind, data) =
+                    crate::pack::loose::read_loose(&self.loose_paths[i], self.object_limit)?;
+                Ok(Read {
+                    kind,
+                    data: Object::new(data),
+                    delta: None,
+                })
+            }
+            Found::Packed(p, offset) => {
+                let mut links = PackLinks {
+                    packs: &self.packs,
+                    inflater: self.links_inflater.take().unwrap_or_default(),
+                    raw: std::mem::take(&mut self.raw),
+                    delta: std::mem::take(&mut self.delta),
+                    object_limit: self.object_limit,
+                    longest: self.longest,
+                    root_kind: 0,
+                    start: (p, offset),
+                    start_base: None,
+                };
+                self.cache.hit_kind = 0;
+                self.cache.untyped.clear();
+                let roots = self.stats.roots;
+                let result = decode(&mut links, &mut self.cache, (p, offset), &mut self.stats);
+                let kind = if self.stats.roots > roots {
+                    links.root_kind
+                } else {
+                    self.cache.hit_kind
+                };
+                self.links_inflater = Some(links.inflater);
+                self.raw = links.raw;
+                self.delta = links.delta;
+                let data = result?;
+                for link in self.cache.untyped.drain(..) {
+                    if let Some(e) = self.cache.map.get_mut(&link) {
+                        e.1 = kind;
+                    }
+                }
+                // The start was rebuilt last: the delta buffer holds its delta.
+                let delta = match links.start_base {
+                    Some(base) if !self.delta.is_empty() => {
+                        Some((base, copied_ranges(&self.delta, u64::MAX, offset)?))
+                    }
+                    _ => None,
+                };
+                Ok(Read { kind, data, delta })
+            }
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! The walk `git rev-list --objects` makes (revision.c and list-objects.c of Git 2.47), over
+//! the objects of an ObjectDb: every object reachable from the roots, each once, in Git's
+//! order, with the path each tree and blob was first found at.
+//!
+//! Commits come first, in Git's date order: the starting commits sorted by committer date
+//! (stable: equal dates keep their order), then one at a time the most recent is shown and
+//! its parents not yet seen are inserted after every commit at least as recent. Then the
+//! objects that are not commits: the roots that are not commits in their order (tags, each
+//! with its name, peeled until a commit, tree or blob; trees and blobs with their paths),
+//! then each shown commit's tree; a tree is shown before its entries, depth first, a blob
+//! with its path. With `in_commit_order`, the objects not yet shown are flushed after each
+//! commit instead of at the end.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+use crate::error::{PackError, Result};
+use crate::pack::delta_chain::Object;
+use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
+use crate::pack::hash::hex;
+use crate::progress::Progress;
+use crate::walk::copied::{Copies, WalkedTrees};
+use crate::walk::id_set::IdSet;
+use crate::walk::objects::{parse_commit, parse_tag, tree_entry_at, MODE_DIR, MODE_GITLINK};
+use crate::walk::odb::{EntryLink, Found, ObjectDb};
+use crate::write::revlist::name_hash;
+
+/// A root that is not (necessarily) a commit: a ref's object, or an index entry with its path.
+pub struct Root {
+    pub id: ObjectId,
+    pub path: Option<Vec<u8>>,
+    /// Its type when known without reading it (an index names blobs and trees), else 0.
+    pub kind: u8,
+}
+
+pub struct WalkOptions {
+    pub in_commit_order: bool,
+    /// Objects that cannot be read are reported (`missing`) instead of failing the walk, as
+    /// `--missing=print` does in a partial clone.
+    pub missing_ok: bool,
+    /// Commits whose parents are not followed (a shallow clone's boundary), sorted.
+    pub shallow: Vec<ObjectId>,
+}
+
+#[derive(Default)]
+pub struct Walked {
+    pub ids: Vec<ObjectId>,
+    pub name_hashes: Vec<u32>,
+    pub missing: Vec<ObjectId>,
+    /// Tree entries passed over unread, as copies of entries of a tree already walked.
+    pub entries_passed: u64,
+}
+
+/// A commit waiting in the date-ordered list: its id, tree and parents.
+type Queued = (ObjectId, ObjectId, Vec<ObjectId>);
+
+enum Pending {
+    Tag(ObjectId, Vec<u8>),
+    Tree(ObjectId, Vec<u8>),
+    Blob(ObjectId, Vec<u8>),
+}
+
+struct Walker<'a> {
+    db: &'a mut ObjectDb,
+    opts: &'a WalkOptions,
+    progress: &'a Progress,
+    out: Walked,
+    seen: IdSet,
+    missing: IdSet,
+    walked: WalkedTrees,
+    /// Tree entries passed over as copies of a walked base's.
+    skipped: u64,
+}
+
+/// What a tree being walked still has to show: its data, where its next entry is, and the
+/// length of its path (with the '/' after it) in the path buffer.
+struct Frame {
+    id: ObjectId,
+    data: Object,
+    at: usize,
+    base_len: usize,
+    /// Where the tree is stored, if in a pack, and where each of its entries starts.
+    link: Option<EntryLink>,
+    starts: Vec<u32>,
+    /// When the tree was rebuilt from a delta whose base was walked to its end.
+    copied: Option<Copies>,
+}
+
+impl Walker<'_> {
+    fn show(&mut self, id: ObjectId, name: Option<&[u8]>) {
+        // rev-list prints a name up to its first newline, and the hash is of what it printed.
+        let hash = name.map_or(0, |n| {
+            name_hash(n.split(|&c| c == b'\n').next().unwrap_or(n))
+        });
+        self.out.ids.push(id);
+        self.out.name_hashes.push(hash);
+    }
+
+    fn lost(&mut self, id: ObjectId, what: &str) -> Result<()> {
+        if self.opts.missing_ok {
+            if self.missing.insert(id) {
+                self.out.missing.push(id);
+            }
+            Ok(())
+        } else {
+            Err(PackError::general(format!("missing {what} {}", hex(&id))))
+        }
+    }
+
+    /// The object `id` if the repository has it; None if missing (and that is allowed).
+    fn read(&mut self, id: &ObjectId, what: &str) -> Result<Option<(u8, Object)>> {
+        match self.db.find(id) {
+            Some(at) => Ok(Some(self.db.read(at)?)),
+            None => {
+                self.lost(*id, what)?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn read_as(&mut self, id: &ObjectId, kind: u8, what: &str) -> Result<Option<Object>> {
+        match self.read(id, what)? {
+            None => Ok(None),
+            Some((k, data)) if k == kind => Ok(Some(data)),
+            Some(_) => Err(PackError::general(format!(
+                "object {} is not a {what}",
+                hex(id)
+            ))),
+        }
+    }
+
+    fn blob(&mut self, id: ObjectId, path: &[u8]) -> Result<()> {
+        if !self.seen.insert(id) {
+            return Ok(());
+        }
+        if self.db.find(&id).is_some() {
+            self.show(id, Some(path));
+            Ok(())
+        } else {
+            self.lost(id, "blob")
+        }
+    }
+
+    /// process_tree: `path` is the tree's own path ("" at a root).
+    fn tree(&mut self, id: ObjectId, path: &mut Vec<u8>) -> Result<()> {
+        let start = path.len();
+        let mut stack: Vec<Frame> = Vec::new();
+        if !self.enter(id, path, &mut stack)? {
+            return Ok(());
+        }
+        while let Some(top) = stack.last_mut() {
+            path.truncate(top.base_len);
+            if let Some(c) = &mut top.copied {
+                self.skipped += c.pass(&mut top.at, &mut top.starts);
+            }
+            let Some((entry, next)) = tree_entry_at(&top.id, &top.data, top.at)? else {
+                let done = stack.pop().expect("a frame");
+                if let Some(link) = done.link {
+                    self.walked.keep(link, done.starts, done.data.len());
+                }
+                continue;
+            };
+            let (mode, child): (u32, ObjectId) = (entry.mode, entry.id.try_into().unwrap());
+            path.extend_from_slice(entry.name);
+            top.starts.push(top.at as u32);
+            top.at = next;
+            if mode & 0o170000 == MODE_DIR {
+                self.enter(child, path, &mut stack)?;
+            } else if mode & 0o170000 != MODE_GITLINK {
+                let p = std::mem::take(path);
+                self.blob(child, &p)?;
+                *path = p;
+            }
+        }
+        path.truncate(start);
+        Ok(())
+    }
+
+    /// Show the tree `id` found at `path` and push it to be walked, unless seen or missing.
+    fn enter(&mut self, id: ObjectId, path: &mut Vec<u8>, stack: &mut Vec<Frame>) -> Result<bool> {
+        if self.seen.contains(&id) {
+            return Ok(false);
+        }
+        self.seen.insert(id);
+        let Some(at) = self.db.find(&id) else {
+            self.lost(id, "tree")?;
+            return Ok(false);
+        };
+        let mut read = self.db.read_with_delta(at)?;
+        if read.kind != OBJ_TREE {
+            return Err(PackError::general(format!(
+                "object {} is not a tree",
+                hex(&id)
+            )));
+        }
+        self.show(id, Some(path));
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        let link = match at {
+            Found::Packed(p, offset) => Some((p, offset)),
+            Found::Loose(_) => None,
+        };
+        if read.delta.is_none() {
+            // Served from the cache: its delta, if its base was walked, still saves looking
+            // up what the base named.
+            if let Some(link) = link {
+                read.delta = self.db.delta_of(link)?;
+            }
+        }
+        let copied = read
+            .delta
+            .and_then(|(base, copies)| self.walked.copies_from(base, copies));
+        // An entry takes at least 24 bytes ("1 a\0" and an id).
+        let starts = Vec::with_capacity(read.data.len() / 24 + 1);
+        stack.push(Frame {
+            id,
+            data: read.data,
+            at: 0,
+            base_len: path.len(),
+            link,
+            starts,
+            copied,
+        });
+        self.progress.add(1);
+        Ok(true)
+    }
+
+    fn flush(&mut self, pending: &mut Vec<Pending>) -> Result<()> {
+        let mut path = Vec::new();
+        for p in pending.drain(..) {
+            self.progress.check_cancelled()?;
+            match p {
+                Pending::Tag(id, name) => {
+                    if self.seen.insert(id) {
+                        self.show(id, Some(&name));
+                    }
+                }
+                Pending::Tree(id, p) => {
+                    path = p;
+                    self.tree(id, &mut path)?;
+                }
+                Pending::Blob(id, p) => self.blob(id, &p)?,
+            }
+        }
+        drop(path);
+        Ok(())
+    }
+
+    /// handle_commit for a root: tags peeled (each one pending, with its name), a tree or
+    /// blob pending with the root's path (none once peeled from a tag); commits are the
+    /// commit walk's.
+    fn prepare_root(&mut self, root: &Root, pending: &mut Vec<Pending>) -> Result<()> {
+        let mut id = root.id;
+        let mut path = root.path.clone();
+        match root.kind {
+            OBJ_BLOB => {
+                pending.push(Pending::Blob(id, path.unwrap_or_default()));
+                return Ok(());
+            }
+            OBJ_TREE => {
+                pending.push(Pending::Tree(id, path.unwrap_or_default()));
+                return Ok(());
+            }
+            _ => {}
+        }
+        loop {
+            let Some((kind, data)) = self.read(&id, "object")? else {
+                return Ok(());
+            };
+            match kind {
+                OBJ_TAG => {
+                    let tag = parse_tag(&id, &data)?;
+                    pending.push(Pending::Tag(id, tag.name));
+                    id = tag.object;
+                    path = None;
+                }
+                OBJ_TREE => {
+                    pending.push(Pending::Tree(id, path.unwrap_or_default()));
+                    return Ok(());
+                }
+                OBJ_BLOB => {
+                    pending.push(Pending::Blob(id, path.unwrap_or_default()));
+                    return Ok(());
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Walk from `commits` (the starting commits, in the order Git meets them: what
+/// `git rev-list --no-walk=unsorted` prints for the same revisions) and `roots`.
+pub fn walk(
+    db: &mut ObjectDb,
+    commits: &[ObjectId],
+    roots: &[Root],
+    opts: &WalkOptions,
+    progress: &Progress,
+) -> Result<Walked> {
+    let mut w = Walker {
+        db,
+        opts,
+        progress,
+        out: Walked::default(),
+        seen: IdSet::default(),
+        missing: IdSet::default(),
+        walked: WalkedTrees::default(),
+        skipped: 0,
+    };
+    let mut pending = Vec::new();
+    for root in roots {
+        w.prepare_root(root, &mut pending)?;
+    }
+    // The commit list: (newest first, then in order of insertion).
+    let mut queue: BTreeMap<(Reverse<u64>, u64), Queued> = BTreeMap::new();
+    let mut seen_commits = IdSet::default();
+    let mut seq = 0u64;
+    let mut start = Vec::new();
+    for id in commits {
+        if seen_commits.insert(*id) {
+            let Some(data) = w.read_as(id, OBJ_COMMIT, "commit")? else {
+                continue;
+            };
+            let c = parse_commit(id, &data)?;
+            start.push((c.date, *id, c.tree, c.parents));
+        }
+    }
+    // commit_list_sort_by_date is a stable merge sort, newest first.
+    start.sort_by_key(|c| Reverse(c.0));
+    for (date, id, tree, parents) in start {
+        queue.insert((Reverse(date), seq), (id, tree, parents));
+        seq += 1;
+    }
+    progress.start(crate::progress::PHASE_WALKING, 0);
+    while let Some((_, (id, tree, parents))) = queue.pop_first() {
+        progress.check_cancelled()?;
+        pending.push(Pending::Tree(tree, Vec::new()));
+        w.show(id, None);
+        if w.opts.shallow.binary_search(&id).is_err() {
+            for p in parents {
+                if !seen_commits.insert(p) {
+                    continue;
+                }
+                let Some(data) = w.read_as(&p, OBJ_COMMIT, "commit")? else {
+                    continue;
+                };
+                let c = parse_commit(&p, &data)?;
+                queue.insert((Reverse(c.date), seq), (p, c.tree, c.parents));
+                seq += 1;
+            }
+        }
+        if opts.in_commit_order {
+            w.flush(&mut pending)?;
+        }
+    }
+    w.flush(&mut pending)?;
+    w.out.entries_passed = w.skipped;
+    Ok(w.out)
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Benchmark packorder's object walk (`packorder.walk = native`) against the walk repack
+runs by default, `git rev-list --objects --all --reflog [--indexed-objects]` with its output
+parsed as repack parses it, on the same repository.
+
+Each side runs in a process of its own, in turn (a different one first each round), several
+times; we report the median wall time and CPU time of each, the ratio to Git's, the peak RSS
+(the largest of the process and its children: for Git's walk, rev-list's or the reader's),
+and check that both gave the same objects in the same order with the same name hashes.
+
+    scripts/bench_walk.py REPO [REPO...] [--runs 5] [--in-commit-order]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CHILD = """
+import hashlib, sys
+from pathlib import Path
+from packorder import gitcmd
+from packorder.repacking import native_walk, snapshot
+git_dir, walk, ico = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+snap = snapshot.listed(git_dir)
+packs = snap.local_packs + snap.foreign_packs
+promisor = any(p.with_suffix(".promisor").exists() for p in packs)
+if walk == "native":
+    config = gitcmd.read_config(snap.git_dir)
+    w = native_walk.start(snap.git_dir, packs, snap.loose + snap.foreign_loose, promisor, ico, config)
+else:
+    w = snapshot.ObjectWalk(snap.git_dir, promisor, ("--in-commit-order",) if ico else ())
+ids, hashes, missing = w.result()
+print(len(ids) // 20, hashlib.sha1(ids + hashes).hexdigest())
+"""
+
+
+def run(repo: Path, walk: str, ico: bool) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds, peak RSS and what the walk printed."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-c", CHILD, str(repo), walk, "1" if ico else "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = proc.stdout.read(), proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"{walk} walk of {repo} failed: {err.decode(errors='replace').strip()}")
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, out.decode().strip()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("repos", nargs="+", type=Path)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--in-commit-order", action="store_true")
+    args = ap.parse_args()
+    walks = ["git", "native"]
+    failed = False
+    for repo in args.repos:
+        runs: dict[str, list[tuple[float, float, int, str]]] = {w: [] for w in walks}
+        for i in range(args.runs):
+            for w in walks[i % 2 :] + walks[: i % 2]:
+                r = run(repo.resolve(), w, args.in_commit_order)
+                runs[w].append(r)
+                print(f"  run {i + 1} {w:6} {r[0]:6.2f} s (cpu {r[1]:6.2f} s) {r[2] / 2**20:7.1f} MiB", flush=True)
+        digests = {w: {r[3] for r in runs[w]} for w in walks}
+        same = digests["git"] == digests["native"] and len(digests["git"]) == 1
+        failed |= not same
+        objects = next(iter(digests["git"])).split()[0]
+        print(f"\n## {repo} ({objects} objects), {args.runs} runs each, in turn")
+        print(f"same objects, order and name hashes: {'yes' if same else 'NO'}")
+        print("| walk | median wall | ratio to git | median CPU | median peak RSS |")
+        print("|---|---|---|---|---|")
+        git_wall = statistics.median(r[0] for r in runs["git"])
+        for w in walks:
+            wall = statistics.median(r[0] for r in runs[w])
+            cpu = statistics.median(r[1] for r in runs[w])
+            rss = statistics.median(r[2] for r in runs[w])
+            print(f"| {w} | {wall:.2f} s | {wall / git_wall:.2f} | {cpu:.2f} s | {rss / 2**20:.1f} MiB |")
+        for w in walks:
+            print(f"{w} runs: {', '.join(f'{r[0]:.2f}' for r in runs[w])}")
+    if failed:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""The native walk (packorder.walk = native) against `git rev-list --objects --all --reflog
+--indexed-objects`, the reference: the same objects in the same order with the same name
+hashes (and the same missing objects in a partial clone), on repositories that have every
+kind of root and edge case the walk must follow as Git does."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from gitrepo import Repo, git
+
+import packorder
+from packorder import gitcmd
+from packorder.errors import RepositoryError
+from packorder.repacking import native_walk, snapshot
+
+
+def walks(
+    git_dir: Path, in_commit_order: bool
+) -> tuple[tuple[bytes, bytes, set[bytes]], tuple[bytes, bytes, set[bytes]]]:
+    """(native, git): ids, name hashes, missing ids."""
+    snap = snapshot.listed(git_dir)
+    packs = snap.local_packs + snap.foreign_packs
+    promisor = any(p.with_suffix(".promisor").exists() for p in packs)
+    config = gitcmd.read_config(snap.git_dir)
+    ours = native_walk.start(snap.git_dir, packs, snap.loose + snap.foreign_loose, promisor, in_commit_order, config)
+    assert ours is not None
+    theirs = snapshot.ObjectWalk(snap.git_dir, promisor, ("--in-commit-order",) if in_commit_order else ())
+
+    def split(r: tuple[bytes, bytes, bytes]) -> tuple[bytes, bytes, set[bytes]]:
+        return r[0], r[1], {r[2][i : i + 20] for i in range(0, len(r[2]), 20)}
+
+    return split(ours.result()), split(theirs.result())
+
+
+def assert_same_walk(git_dir: Path) -> int:
+    for in_commit_order in (False, True):
+        ours, theirs = walks(git_dir, in_commit_order)
+        ids, git_ids = ours[0], theirs[0]
+        n = len(git_ids) // 20
+        first = next((i for i in range(n) if ids[20 * i : 20 * i + 20] != git_ids[20 * i : 20 * i + 20]), None)
+        assert first is None and len(ids) == len(git_ids), (
+            f"in_commit_order={in_commit_order}: object {first} differs ({len(ids) // 20} vs {n} objects)"
+        )
+        assert ours[1] == theirs[1], "name hashes differ"
+        assert ours[2] == theirs[2], "missing objects differ"
+    return len(git_ids) // 20
+
+
+def fast_import(repo: Repo, script: str) -> None:
+    repo.run("fast-import", "--quiet", input=script.encode())
+
+
+def every_root_kind(path: Path) -> Repo:
+    repo = Repo(path)
+    repo.write("a.txt", "a\n")
+    repo.write("dir/b.txt", "b\n")
+    repo.write("dir/sub/deeper/than sixteen characters.txt", "long path\n")
+    repo.write("we\nird", "a name with a newline\n")
+    repo.commit("one")
+    repo.commit_on_branch("side", {"dir/c.txt": "c\n"}, "side")
+    repo.write("a.txt", "a2\n")
+    repo.commit("two")
+    repo.run("merge", "-q", "--no-edit", "side")
+    # Tags on a tree and a blob, a chain of tags, a ref straight to a tree and one to a blob.
+    repo.run("tag", "-a", "tree-tag", "-m", "a tree", "HEAD^{tree}")
+    repo.run("tag", "blob-tag", "HEAD:a.txt")
+    repo.run("tag", "-a", "v1", "-m", "release")
+    repo.run("tag", "-a", "v1-signed-off", "-m", "a tag of a tag", "v1")
+    repo.run("tag", "-a", "blob-annotated", "-m", "a blob", "HEAD:dir/b.txt")
+    tree = repo.run("rev-parse", "HEAD:dir").decode().strip()
+    repo.run("update-ref", "refs/trees/dir", tree)
+    blob = repo.run("hash-object", "-w", "--stdin", input=b"only a ref names me\n").decode().strip()
+    repo.run("update-ref", "refs/blobs/lonely", blob)
+    # A gitlink (not followed).
+    repo.run("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendor/lib")
+    repo.commit("a submodule")
+    # Commits of one second (ties in the date order) and a clock going backwards.
+    fast_import(
+        repo,
+        "".join(
+            f"commit refs/heads/ties\nmark :{i + 1}\ncommitter C <c@x> {1_700_100_000 - (i % 3) * 7} +0000\n"
+            f"data 2\nt{i % 10}\n"
+            + (f"from :{i}\n" if i else "from refs/heads/main\n")
+            + f"M 100644 inline t{i}.txt\ndata 3\n{i:02d}\n\n"
+            for i in range(12)
+        ),
+    )
+    # A commit with many parents.
+    heads = "".join(
+        f"commit refs/heads/leaf{i}\nmark :{i + 1}\ncommitter C <c@x> 1700200000 +0000\ndata 2\nl\n"
+        f"from refs/heads/main\nM 100644 inline leaf{i}.txt\ndata 2\n{i % 10}\n\n"
+        for i in range(300)
+    )
+    merge = "commit refs/heads/octopus\ncommitter C <c@x> 1700200001 +0000\ndata 2\no\nfrom :1\n" + "".join(
+        f"merge :{i + 1}\n" for i in range(1, 300)
+    )
+    fast_import(repo, heads + merge + "\n")
+    for i in range(300):
+        repo.run("update-ref", "-d", f"refs/heads/leaf{i}")
+    # Only a reflog names this one.
+    repo.write("gone.txt", "only in the reflog\n")
+    repo.commit("dropped")
+    repo.run("reset", "-q", "--hard", "HEAD^")
+    # A stash (a commit of the index and one of the worktree).
+    repo.write("a.txt", "stashed\n")
+    repo.run("stash", "-q")
+    # The index: a staged file, and what a resolved conflict leaves (resolve-undo).
+    repo.run("checkout", "-q", "-b", "left")
+    repo.write("conflict.txt", "left\n")
+    repo.commit("left")
+    repo.run("checkout", "-q", "main")
+    repo.write("conflict.txt", "right\n")
+    repo.commit("right")
+    repo.run("merge", "-q", "left", check=False)
+    repo.write("conflict.txt", "resolved\n")
+    repo.run("add", "conflict.txt")
+    repo.write("staged.txt", "only in the index\n")
+    repo.run("add", "staged.txt")
+    # A linked worktree: its own detached HEAD, commit and index.
+    repo.run("worktree", "add", "-q", "--detach", str(path.parent / "wt"), "side")
+    wt = path.parent / "wt"
+    (wt / "wt.txt").write_text("made in the worktree\n")
+    git(wt, "add", "wt.txt")
+    git(wt, "commit", "-q", "-m", "in the worktree", when=1_700_300_000)
+    (wt / "wt-staged.txt").write_text("staged in the worktree\n")
+    git(wt, "add", "wt-staged.txt")
+    return repo
+
+
+def test_every_kind_of_root_walks_as_git_walks(tmp_path: Path) -> None:
+    repo = every_root_kind(tmp_path / "repo")
+    assert assert_same_walk(repo.git_dir) > 300
+    repo.run("gc", "-q")  # the same from packs (deltas, REF and OFS), not loose objects
+    assert assert_same_walk(repo.git_dir) > 300
+
+
+def test_an_index_of_version_4_and_an_unwritten_cache_tree(tmp_path: Path) -> None:
+    repo = every_root_kind(tmp_path / "repo")
+    repo.run("update-index", "--index-version", "4")
+    repo.write("dir/new.txt", "invalidates dir in the cache tree\n")
+    repo.run("add", "dir/new.txt")
+    assert assert_same_walk(repo.git_dir) > 300
+
+
+def test_a_shallow_clone(tmp_path: Path) -> None:
+    repo = every_root_kind(tmp_path / "repo")
+    clone = tmp_path / "shallow.git"
+    git(None, "clone", "-q", "--bare", "--depth", "2", f"file://{repo.path}", str(clone))
+    assert (clone / "shallow").exists()
+    assert assert_same_walk(clone) > 3
+
+
+def test_a_partial_clone_reports_what_it_lacks_as_git_does(tmp_path: Path) -> None:
+    repo = every_root_kind(tmp_path / "repo")
+    repo.run("config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "partial.git"
+    git(None, "clone", "-q", "--bare", "--filter=blob:none", f"file://{repo.path}", str(clone))
+    ours, theirs = walks(clone, False)
+    assert ours == theirs and len(ours[2]) > 10
+    # And repacked so, without fetching anything.
+    (clone / "config").write_text((clone / "config").read_text() + "[packorder]\n\twalk = native\n")
+    result = packorder.repack(clone, verify="crc")
+    assert result.objects == len(ours[0]) // 20
+
+
+def test_a_missing_object_nothing_promises_fails_before_anything_is_written(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo")
+    repo.write("a.txt", "kept\n")
+    repo.write("b.txt", "lost\n")
+    repo.commit("one")
+    lost = repo.run("rev-parse", "HEAD:b.txt").decode().strip()
+    (repo.git_dir / "objects" / lost[:2] / lost[2:]).unlink()
+    repo.run("config", "packorder.walk", "native")
+    before = sorted(p.name for p in (repo.git_dir / "objects").rglob("*"))
+    with pytest.raises(RepositoryError, match=f"missing blob {lost}; nothing was changed"):
+        packorder.repack(repo.path)
+    assert sorted(p.name for p in (repo.git_dir / "objects").rglob("*")) == before
+
+
+def test_an_index_the_walk_leaves_to_git(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo")
+    repo.write("a.txt", "a\n")
+    repo.commit("one")
+    repo.run("update-index", "--split-index")
+    snap = snapshot.listed(repo.git_dir)
+    config = gitcmd.read_config(repo.git_dir)
+    assert native_walk.start(repo.git_dir, snap.local_packs, snap.loose, False, False, config) is None
+
+
+def test_a_repack_with_the_native_walk_writes_the_same_pack(tmp_path: Path) -> None:
+    repo = every_root_kind(tmp_path / "repo")
+    repo.run("gc", "-q")
+    copies = {}
+    for walk in native_walk.WALKS:
+        copy = tmp_path / walk
+        shutil.copytree(repo.path, copy, symlinks=True)
+        git(copy, "config", "packorder.walk", walk)
+        packorder.repack(copy, order="history")
+        copies[walk] = sorted(p.name for p in (copy / ".git" / "objects" / "pack").glob("*.pack"))
+        subprocess.run(["git", "-C", str(copy), "fsck", "--full", "--no-dangling"], check=True, capture_output=True)
+    assert copies["native"] == copies["git"]
+
+
+def test_an_unknown_walk_is_a_usage_error(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo")
+    repo.commit("one")
+    repo.run("config", "packorder.walk", "fastest")
+    with pytest.raises(packorder.UsageError, match=r"packorder\.walk is"):
+        packorder.repack(repo.path)
