@@ -21,9 +21,7 @@ type Link = (u32, u64);
 /// The packs as chain links; remembers the type of the chain root it last reached.
 struct PackLinks<'a> {
     packs: &'a [IndexedPack],
-    inflater: Inflater,
-    raw: Vec<u8>,
-    delta: Vec<u8>,
+    bufs: Buffers,
     object_limit: u64,
     longest: usize,
     root_kind: u8,
@@ -32,7 +30,33 @@ struct PackLinks<'a> {
     start_base: Option<Link>,
 }
 
-impl PackLinks<'_> {
+/// What a reader reuses from one read to the next.
+#[derive(Default)]
+struct Buffers {
+    inflater: Inflater,
+    raw: Vec<u8>,
+    delta: Vec<u8>,
+}
+
+impl<'a> PackLinks<'a> {
+    fn new(
+        packs: &'a [IndexedPack],
+        bufs: Buffers,
+        object_limit: u64,
+        longest: usize,
+        start: Link,
+    ) -> Self {
+        PackLinks {
+            packs,
+            bufs,
+            object_limit,
+            longest,
+            root_kind: 0,
+            start,
+            start_base: None,
+        }
+    }
+
     fn header(&self, (p, offset): Link) -> Result<crate::pack::entry::EntryHeader> {
         let pack = &self.packs[p as usize];
         let mut buf = [0u8; MAX_HEADER_LEN];
@@ -62,7 +86,7 @@ impl ChainLinks for PackLinks<'_> {
     }
 
     fn take_buffer(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.delta)
+        std::mem::take(&mut self.bufs.delta)
     }
 
     fn inflate(&mut self, &(p, offset): &Link, out: &mut Vec<u8>) -> Result<()> {
@@ -71,9 +95,9 @@ impl ChainLinks for PackLinks<'_> {
         if end <= offset {
             return Err(pack.corrupt(offset, "entry outside the pack"));
         }
-        self.raw.resize((end - offset) as usize, 0);
-        pack.pack.read_exact_at(&mut self.raw, offset)?;
-        let head = parse_header(&self.raw, offset)?
+        self.bufs.raw.resize((end - offset) as usize, 0);
+        pack.pack.read_exact_at(&mut self.bufs.raw, offset)?;
+        let head = parse_header(&self.bufs.raw, offset)?
             .ok_or_else(|| pack.corrupt(offset, "entry header cut off"))?;
         if !is_delta(head.kind) {
             self.root_kind = head.kind;
@@ -90,11 +114,12 @@ impl ChainLinks for PackLinks<'_> {
                 &format!("an entry of {} bytes does not fit in memory", head.size),
             ));
         }
-        self.inflater
-            .inflate_into(&self.raw[head.header_len..], head.size as usize, out)
+        self.bufs
+            .inflater
+            .inflate_into(&self.bufs.raw[head.header_len..], head.size as usize, out)
             .map_err(|f| pack.corrupt(offset, &f.describe(head.size)))?;
-        if self.raw.capacity() > 1 << 22 {
-            self.raw = Vec::new();
+        if self.bufs.raw.capacity() > 1 << 22 {
+            self.bufs.raw = Vec::new();
         }
         Ok(())
     }
@@ -117,7 +142,7 @@ impl ChainLinks for PackLinks<'_> {
 
     fn keep_buffer(&mut self, buffer: Vec<u8>) {
         if buffer.capacity() <= 1 << 22 {
-            self.delta = buffer;
+            self.bufs.delta = buffer;
         }
     }
 }
@@ -180,9 +205,7 @@ pub struct ObjectDb {
     packs: Vec<IndexedPack>,
     loose_ids: Vec<ObjectId>,
     loose_paths: Vec<PathBuf>,
-    links_inflater: Option<Inflater>,
-    raw: Vec<u8>,
-    delta: Vec<u8>,
+    bufs: Option<Buffers>,
     cache: RecentObjects,
     object_limit: u64,
     /// The most entries of one pack: no chain is longer.
@@ -227,9 +250,7 @@ impl ObjectDb {
             packs,
             loose_ids,
             loose_paths,
-            links_inflater: Some(Inflater::new()),
-            raw: Vec::new(),
-            delta: Vec::new(),
+            bufs: Some(Buffers::default()),
             cache: RecentObjects {
                 budget,
                 used: 0,
@@ -262,38 +283,25 @@ impl ObjectDb {
     /// The base of entry `link` and what its delta copies from it, read again (the object
     /// itself came from the cache); None for a whole object.
     pub fn delta_of(&mut self, (p, offset): EntryLink) -> Result<Option<(EntryLink, Vec<Copied>)>> {
-        let mut links = PackLinks {
-            packs: &self.packs,
-            inflater: self.links_inflater.take().unwrap_or_default(),
-            raw: std::mem::take(&mut self.raw),
-            delta: std::mem::take(&mut self.delta),
-            object_limit: self.object_limit,
-            longest: self.longest,
-            root_kind: 0,
-            start: (p, offset),
-            start_base: None,
-        };
-        let head = links.header((p, offset));
-        let result = match head {
-            Ok(h) if is_delta(h.kind) => {
-                let mut delta = std::mem::take(&mut links.delta);
-                let r = links.inflate(&(p, offset), &mut delta);
-                let out = match (r, links.start_base) {
-                    (Ok(()), Some(base)) => {
-                        copied_ranges(&delta, u64::MAX, offset).map(|c| Some((base, c)))
-                    }
-                    (Ok(()), None) => Ok(None),
-                    (Err(e), _) => Err(e),
-                };
-                links.delta = delta;
-                out
+        let bufs = self.bufs.take().unwrap_or_default();
+        let mut links = PackLinks::new(
+            &self.packs,
+            bufs,
+            self.object_limit,
+            self.longest,
+            (p, offset),
+        );
+        let result = (|| {
+            if !is_delta(links.header((p, offset))?.kind) {
+                return Ok(None);
             }
-            Ok(_) => Ok(None),
-            Err(e) => Err(e),
-        };
-        self.links_inflater = Some(links.inflater);
-        self.raw = links.raw;
-        self.delta = links.delta;
+            let mut delta = std::mem::take(&mut links.bufs.delta);
+            let read = links.inflate(&(p, offset), &mut delta);
+            let copies = read.and_then(|()| copied_ranges(&delta, u64::MAX, offset));
+            links.bufs.delta = delta;
+            Ok(links.start_base.zip(Some(copies?)))
+        })();
+        self.bufs = Some(links.bufs);
         result
     }
 
@@ -310,17 +318,14 @@ impl ObjectDb {
                 })
             }
             Found::Packed(p, offset) => {
-                let mut links = PackLinks {
-                    packs: &self.packs,
-                    inflater: self.links_inflater.take().unwrap_or_default(),
-                    raw: std::mem::take(&mut self.raw),
-                    delta: std::mem::take(&mut self.delta),
-                    object_limit: self.object_limit,
-                    longest: self.longest,
-                    root_kind: 0,
-                    start: (p, offset),
-                    start_base: None,
-                };
+                let bufs = self.bufs.take().unwrap_or_default();
+                let mut links = PackLinks::new(
+                    &self.packs,
+                    bufs,
+                    self.object_limit,
+                    self.longest,
+                    (p, offset),
+                );
                 self.cache.hit_kind = 0;
                 self.cache.untyped.clear();
                 let roots = self.stats.roots;
@@ -330,23 +335,27 @@ impl ObjectDb {
                 } else {
                     self.cache.hit_kind
                 };
-                self.links_inflater = Some(links.inflater);
-                self.raw = links.raw;
-                self.delta = links.delta;
-                let data = result?;
+                let start_base = links.start_base;
+                let bufs = links.bufs;
+                let data = result;
                 for link in self.cache.untyped.drain(..) {
                     if let Some(e) = self.cache.map.get_mut(&link) {
                         e.1 = kind;
                     }
                 }
                 // The start was rebuilt last: the delta buffer holds its delta.
-                let delta = match links.start_base {
-                    Some(base) if !self.delta.is_empty() => {
-                        Some((base, copied_ranges(&self.delta, u64::MAX, offset)?))
+                let delta = match start_base {
+                    Some(base) if !bufs.delta.is_empty() => {
+                        copied_ranges(&bufs.delta, u64::MAX, offset).map(|c| Some((base, c)))
                     }
-                    _ => None,
+                    _ => Ok(None),
                 };
-                Ok(Read { kind, data, delta })
+                self.bufs = Some(bufs);
+                Ok(Read {
+                    kind,
+                    data: data?,
+                    delta: delta?,
+                })
             }
         }
     }

@@ -253,33 +253,28 @@ impl Walker<'_> {
     fn prepare_root(&mut self, root: &Root, pending: &mut Vec<Pending>) -> Result<()> {
         let mut id = root.id;
         let mut path = root.path.clone();
-        match root.kind {
-            OBJ_BLOB => {
-                pending.push(Pending::Blob(id, path.unwrap_or_default()));
-                return Ok(());
-            }
-            OBJ_TREE => {
-                pending.push(Pending::Tree(id, path.unwrap_or_default()));
-                return Ok(());
-            }
-            _ => {}
-        }
+        let mut kind = root.kind;
         loop {
-            let Some((kind, data)) = self.read(&id, "object")? else {
-                return Ok(());
+            let tag = if kind == 0 || kind == OBJ_TAG {
+                // Its type is known only once read (and a tag is read for what it names).
+                let Some((k, data)) = self.read(&id, "object")? else {
+                    return Ok(());
+                };
+                kind = k;
+                (k == OBJ_TAG).then(|| parse_tag(&id, &data)).transpose()?
+            } else {
+                None
             };
-            match kind {
-                OBJ_TAG => {
-                    let tag = parse_tag(&id, &data)?;
+            match (kind, tag) {
+                (OBJ_TAG, Some(tag)) => {
                     pending.push(Pending::Tag(id, tag.name));
-                    id = tag.object;
-                    path = None;
+                    (id, kind, path) = (tag.object, 0, None);
                 }
-                OBJ_TREE => {
+                (OBJ_TREE, _) => {
                     pending.push(Pending::Tree(id, path.unwrap_or_default()));
                     return Ok(());
                 }
-                OBJ_BLOB => {
+                (OBJ_BLOB, _) => {
                     pending.push(Pending::Blob(id, path.unwrap_or_default()));
                     return Ok(());
                 }
