@@ -211,3 +211,20 @@ def test_an_unknown_walk_is_a_usage_error(tmp_path: Path) -> None:
     repo.run("config", "packorder.walk", "fastest")
     with pytest.raises(packorder.UsageError, match=r"packorder\.walk is"):
         packorder.repack(repo.path)
+
+
+def test_a_reflog_naming_a_blob_leaves_the_walk_to_git(tmp_path: Path) -> None:
+    """Only Git's walk reads what reflogs name beyond commits: a blob only a reflog names is
+    kept, by Git's walk."""
+    repo = Repo(tmp_path / "repo")
+    repo.write("a.txt", "a\n")
+    head = repo.commit("one")
+    blob = repo.run("hash-object", "-w", "--stdin", input=b"only a reflog names me\n").decode().strip()
+    repo.run("update-ref", "--create-reflog", "refs/misc/x", blob)
+    repo.run("update-ref", "refs/misc/x", head)
+    snap = snapshot.listed(repo.git_dir)
+    config = gitcmd.read_config(repo.git_dir)
+    assert native_walk.start(repo.git_dir, snap.local_packs, snap.loose, False, False, config) is None
+    repo.run("config", "packorder.walk", "native")
+    packorder.repack(repo.path, cruft_expiration="now")
+    assert repo.run("cat-file", "-t", blob).decode().strip() == "blob"

@@ -7,8 +7,8 @@ the objects and the worktrees' index files itself.
 
 Chosen with `packorder.walk = native` (`git`, the default, runs `git rev-list`). What it
 leaves to Git, falling back to `git rev-list` as a whole: a graft file, a split or sparse
-index, and reflog entries that name tags, trees or blobs (a reflog of commits is what every
-repository has)."""
+index, a reftable repository, and reflog entries that name tags, trees or blobs (a reflog
+of commits is what every repository has; the reflog files are only read to check that)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,35 @@ def starting_points(git_dir: Path) -> tuple[bytes, list[tuple[bytes, None]]]:
         if kind != b"commit"
     ]
     return ids, others
+
+
+def reflogs_name_other_objects(git_dir: Path, commits: bytes) -> bool:
+    """Whether a reflog entry names an object that exists and is not a commit: the starting
+    commits cover every commit a reflog names, and nothing else."""
+    if (git_dir / "reftable").is_dir():
+        return True  # its reflogs are not files: leave the walk to Git
+    starts = {commits[i : i + 20] for i in range(0, len(commits), 20)}
+    named: set[str] = set()
+    logs = [git_dir / "logs"] + [d / "logs" for d in (git_dir / "worktrees").glob("*")]
+    for root in logs:
+        for path in root.rglob("*") if root.is_dir() else ():
+            if not path.is_file():
+                continue
+            for line in path.read_bytes().splitlines():
+                for word in line.split(b" ", 2)[:2]:
+                    if len(word) == 40 and word != b"0" * 40:
+                        named.add(word.decode())
+    others = [oid for oid in named if bytes.fromhex(oid) not in starts]
+    if not others:
+        return False
+    out = subprocess.run(
+        [gitcmd.GIT, "--git-dir", str(git_dir), "cat-file", "--batch-check=%(objecttype)"],
+        input="".join(o + "\n" for o in others).encode(),
+        capture_output=True,
+        env=gitcmd.git_env(),
+    ).stdout.decode()
+    # A pruned commit is "missing" (Git warns and walks on); anything else is a reason.
+    return any(kind not in ("commit", "missing") and not kind.endswith(" missing") for kind in out.split("\n") if kind)
 
 
 def shallow_commits(git_dir: Path) -> bytes:
@@ -135,6 +164,8 @@ def start(
     if graft_roots(git_dir):
         return None
     commits, refs = starting_points(git_dir)
+    if reflogs_name_other_objects(git_dir, commits):
+        return None
     loose = sorted(loose)
     walker = _native.ObjectWalker(
         [str(p) for p in packs],
