@@ -39,11 +39,11 @@ struct Buffers {
 }
 
 impl<'a> PackLinks<'a> {
+    /// `limits`: the largest object to rebuild, and the longest chain there can be.
     fn new(
         packs: &'a [IndexedPack],
         bufs: Buffers,
-        object_limit: u64,
-        longest: usize,
+        (object_limit, longest): (u64, usize),
         start: Link,
     ) -> Self {
         PackLinks {
@@ -280,17 +280,15 @@ impl ObjectDb {
         Ok((r.kind, r.data))
     }
 
+    fn links(&mut self, start: EntryLink) -> PackLinks<'_> {
+        let bufs = self.bufs.take().unwrap_or_default();
+        PackLinks::new(&self.packs, bufs, (self.object_limit, self.longest), start)
+    }
+
     /// The base of entry `link` and what its delta copies from it, read again (the object
     /// itself came from the cache); None for a whole object.
     pub fn delta_of(&mut self, (p, offset): EntryLink) -> Result<Option<(EntryLink, Vec<Copied>)>> {
-        let bufs = self.bufs.take().unwrap_or_default();
-        let mut links = PackLinks::new(
-            &self.packs,
-            bufs,
-            self.object_limit,
-            self.longest,
-            (p, offset),
-        );
+        let mut links = self.links((p, offset));
         let result = (|| {
             if !is_delta(links.header((p, offset))?.kind) {
                 return Ok(None);
@@ -318,12 +316,10 @@ impl ObjectDb {
                 })
             }
             Found::Packed(p, offset) => {
-                let bufs = self.bufs.take().unwrap_or_default();
                 let mut links = PackLinks::new(
                     &self.packs,
-                    bufs,
-                    self.object_limit,
-                    self.longest,
+                    self.bufs.take().unwrap_or_default(),
+                    (self.object_limit, self.longest),
                     (p, offset),
                 );
                 self.cache.hit_kind = 0;
