@@ -19,14 +19,17 @@ from packorder.repacking import native_walk, snapshot
 
 
 def walks(
-    git_dir: Path, in_commit_order: bool
+    git_dir: Path, in_commit_order: bool, read_ahead: bool = False
 ) -> tuple[tuple[bytes, bytes, set[bytes]], tuple[bytes, bytes, set[bytes]]]:
-    """(native, git): ids, name hashes, missing ids."""
+    """(native, git): ids, name hashes, missing ids. `read_ahead`: the native walk reads
+    trees ahead on a second thread whatever the repository's size."""
     snap = snapshot.listed(git_dir)
     packs = snap.local_packs + snap.foreign_packs
     promisor = any(p.with_suffix(".promisor").exists() for p in packs)
     config = gitcmd.read_config(snap.git_dir)
-    ours = native_walk.start(snap.git_dir, packs, snap.loose + snap.foreign_loose, promisor, in_commit_order, config)
+    ahead = {"threads": 2, "read_ahead_from": 0} if read_ahead else {"threads": 1}
+    loose = snap.loose + snap.foreign_loose
+    ours = native_walk.start(snap.git_dir, packs, loose, promisor, in_commit_order, config, **ahead)
     assert ours is not None
     theirs = snapshot.ObjectWalk(snap.git_dir, promisor, ("--in-commit-order",) if in_commit_order else ())
 
@@ -37,13 +40,14 @@ def walks(
 
 
 def assert_same_walk(git_dir: Path) -> int:
-    for in_commit_order in (False, True):
-        ours, theirs = walks(git_dir, in_commit_order)
+    for in_commit_order, read_ahead in ((False, False), (True, False), (False, True), (True, True)):
+        ours, theirs = walks(git_dir, in_commit_order, read_ahead)
         ids, git_ids = ours[0], theirs[0]
         n = len(git_ids) // 20
         first = next((i for i in range(n) if ids[20 * i : 20 * i + 20] != git_ids[20 * i : 20 * i + 20]), None)
         assert first is None and len(ids) == len(git_ids), (
-            f"in_commit_order={in_commit_order}: object {first} differs ({len(ids) // 20} vs {n} objects)"
+            f"in_commit_order={in_commit_order}, read_ahead={read_ahead}: object {first} differs "
+            f"({len(ids) // 20} vs {n} objects)"
         )
         assert ours[1] == theirs[1], "name hashes differ"
         assert ours[2] == theirs[2], "missing objects differ"
@@ -159,8 +163,9 @@ def test_a_partial_clone_reports_what_it_lacks_as_git_does(tmp_path: Path) -> No
     repo.run("config", "uploadpack.allowFilter", "true")
     clone = tmp_path / "partial.git"
     git(None, "clone", "-q", "--bare", "--filter=blob:none", f"file://{repo.path}", str(clone))
-    ours, theirs = walks(clone, False)
-    assert ours == theirs and len(ours[2]) > 10
+    for read_ahead in (False, True):
+        ours, theirs = walks(clone, False, read_ahead)
+        assert ours == theirs and len(ours[2]) > 10
     # And repacked so, without fetching anything.
     (clone / "config").write_text((clone / "config").read_text() + "[packorder]\n\twalk = native\n")
     result = packorder.repack(clone, verify="crc")

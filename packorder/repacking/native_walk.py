@@ -21,7 +21,7 @@ from pathlib import Path
 
 from packorder import _native, gitcmd
 from packorder.errors import Interrupted, RepositoryError
-from packorder.settings import delta_base_cache_limit, physical_memory
+from packorder.settings import delta_base_cache_limit, physical_memory, thread_count
 
 WALKS = ("git", "native")
 # The walk's cache of rebuilt objects. Measured on git/git (3 runs each): 8, 16 and 96 MiB
@@ -158,9 +158,13 @@ def start(
     missing_ok: bool,
     in_commit_order: bool,
     config: gitcmd.Config,
+    threads: int | None = None,
+    read_ahead_from: int | None = None,
 ) -> NativeWalk | None:
     """Start the walk over `packs` and `loose` (the snapshot's, alternates' included); None
-    when the repository has what this walk leaves to Git."""
+    when the repository has what this walk leaves to Git. `threads` (default: pack.threads,
+    else every core) of 2 or more read trees ahead on a second core, on packs of at least
+    `read_ahead_from` objects (default: the core's threshold)."""
     if graft_roots(git_dir):
         return None
     commits, refs = starting_points(git_dir)
@@ -179,6 +183,8 @@ def start(
         shallow_commits(git_dir),
         min(WALK_CACHE, delta_base_cache_limit(config)),
         physical_memory(),
+        thread_count(config, threads, "packorder.threads", "pack.threads"),
+        **({} if read_ahead_from is None else {"read_ahead_from": read_ahead_from}),
     )
     if walker.unsupported:
         return None

@@ -15,7 +15,7 @@ use crate::python::arrays::bytes_of;
 use crate::to_py_err;
 use crate::walk::index_file::{index_roots, IndexRoots};
 use crate::walk::odb::ObjectDb;
-use crate::walk::traverse::{walk, Root, WalkOptions};
+use crate::walk::traverse::{walk, Root, WalkOptions, READ_AHEAD_FROM};
 
 fn ids_of(b: &[u8]) -> PyResult<Vec<ObjectId>> {
     if !b.len().is_multiple_of(RAWSZ) {
@@ -52,9 +52,10 @@ impl ObjectWalker {
     /// packs: pack paths (each beside its .idx); loose_ids (20 bytes each, sorted) with
     /// loose_paths; commits: the starting commits in Git's order (20 bytes each); roots:
     /// [(id, path or None)] that are not commits, in order; index_files: the worktrees'
-    /// indexes, in Git's order (read here); shallow: sorted ids whose parents are not walked.
+    /// indexes, in Git's order (read here); shallow: sorted ids whose parents are not walked;
+    /// threads: 2 or more reads trees ahead on another core, from read_ahead_from objects.
     #[new]
-    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, cache_budget, object_limit))]
+    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, cache_budget, object_limit, threads=1, read_ahead_from=READ_AHEAD_FROM))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         packs: Vec<PathBuf>,
@@ -68,6 +69,8 @@ impl ObjectWalker {
         shallow: &[u8],
         cache_budget: u64,
         object_limit: u64,
+        threads: usize,
+        read_ahead_from: usize,
     ) -> PyResult<Self> {
         let loose_ids = ids_of(loose_ids)?;
         if loose_ids.len() != loose_paths.len() || loose_ids.windows(2).any(|w| w[0] >= w[1]) {
@@ -102,6 +105,8 @@ impl ObjectWalker {
                 in_commit_order,
                 missing_ok,
                 shallow: ids_of(shallow)?,
+                threads,
+                read_ahead_from,
             },
             cache_budget,
             object_limit,

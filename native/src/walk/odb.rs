@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::error::{PackError, Result};
 use crate::pack::delta::{copied_ranges, Copied};
@@ -160,6 +161,20 @@ struct RecentObjects {
     untyped: Vec<Link>,
 }
 
+impl RecentObjects {
+    fn new(budget: u64) -> Self {
+        RecentObjects {
+            budget,
+            used: 0,
+            clock: 0,
+            map: HashMap::new(),
+            uses: VecDeque::new(),
+            hit_kind: 0,
+            untyped: Vec::new(),
+        }
+    }
+}
+
 impl BaseCache<Link> for RecentObjects {
     fn get(&mut self, link: &Link) -> Option<Object> {
         self.clock += 1;
@@ -202,9 +217,9 @@ impl BaseCache<Link> for RecentObjects {
 
 /// A repository's objects for one walking thread.
 pub struct ObjectDb {
-    packs: Vec<IndexedPack>,
-    loose_ids: Vec<ObjectId>,
-    loose_paths: Vec<PathBuf>,
+    packs: Arc<Vec<IndexedPack>>,
+    loose_ids: Arc<Vec<ObjectId>>,
+    loose_paths: Arc<Vec<PathBuf>>,
     bufs: Option<Buffers>,
     cache: RecentObjects,
     object_limit: u64,
@@ -243,26 +258,37 @@ impl ObjectDb {
             .iter()
             .map(|p| IndexedPack::open(p))
             .collect::<Result<Vec<_>>>()?;
-        let (loose_ids, loose_paths) = loose.into_iter().unzip();
+        let (loose_ids, loose_paths): (Vec<_>, Vec<_>) = loose.into_iter().unzip();
         let longest = packs.iter().map(|p| p.ids.len()).max().unwrap_or(0);
         Ok(ObjectDb {
             longest,
-            packs,
-            loose_ids,
-            loose_paths,
+            packs: Arc::new(packs),
+            loose_ids: Arc::new(loose_ids),
+            loose_paths: Arc::new(loose_paths),
             bufs: Some(Buffers::default()),
-            cache: RecentObjects {
-                budget,
-                used: 0,
-                clock: 0,
-                map: HashMap::new(),
-                uses: VecDeque::new(),
-                hit_kind: 0,
-                untyped: Vec::new(),
-            },
+            cache: RecentObjects::new(budget),
             object_limit,
             stats: ChainStats::default(),
         })
+    }
+
+    /// Another reader of the same objects (for another thread), with a cache of its own.
+    pub fn sibling(&self) -> ObjectDb {
+        ObjectDb {
+            longest: self.longest,
+            packs: self.packs.clone(),
+            loose_ids: self.loose_ids.clone(),
+            loose_paths: self.loose_paths.clone(),
+            bufs: Some(Buffers::default()),
+            cache: RecentObjects::new(self.cache.budget),
+            object_limit: self.object_limit,
+            stats: ChainStats::default(),
+        }
+    }
+
+    /// How many objects the packs hold.
+    pub fn packed_objects(&self) -> usize {
+        self.packs.iter().map(|p| p.ids.len()).sum()
     }
 
     pub fn find(&self, id: &ObjectId) -> Option<Found> {

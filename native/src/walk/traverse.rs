@@ -22,7 +22,8 @@ use crate::progress::Progress;
 use crate::walk::copied::{Copies, WalkedTrees};
 use crate::walk::id_set::IdSet;
 use crate::walk::objects::{parse_commit, parse_tag, tree_entry_at, MODE_DIR, MODE_GITLINK};
-use crate::walk::odb::{EntryLink, Found, ObjectDb};
+use crate::walk::odb::{EntryLink, ObjectDb};
+use crate::walk::prefetch::{read_ahead, read_tree, Prefetch};
 use crate::write::revlist::name_hash;
 
 /// A root that is not (necessarily) a commit: a ref's object, or an index entry with its path.
@@ -40,6 +41,10 @@ pub struct WalkOptions {
     pub missing_ok: bool,
     /// Commits whose parents are not followed (a shallow clone's boundary), sorted.
     pub shallow: Vec<ObjectId>,
+    /// With two or more, trees are read ahead on a second core (prefetch.rs) when the
+    /// packs hold at least `read_ahead_from` objects.
+    pub threads: usize,
+    pub read_ahead_from: usize,
 }
 
 #[derive(Default)]
@@ -70,6 +75,9 @@ struct Walker<'a> {
     walked: WalkedTrees,
     /// Tree entries passed over as copies of a walked base's.
     skipped: u64,
+    /// Trees read ahead by the other core, and how many trees were entered (its numbering).
+    prefetch: Option<&'a Prefetch>,
+    trees_entered: u64,
 }
 
 /// What a tree being walked still has to show: its data, where its next entry is, and the
@@ -182,32 +190,23 @@ impl Walker<'_> {
             return Ok(false);
         }
         self.seen.insert(id);
-        let Some(at) = self.db.find(&id) else {
-            self.lost(id, "tree")?;
-            return Ok(false);
+        let handed = self.prefetch.and_then(|p| p.take(self.trees_entered, &id));
+        let read = match handed {
+            Some(tree) => tree,
+            None => match read_tree(self.db, &id)? {
+                Some(tree) => tree,
+                None => {
+                    self.lost(id, "tree")?;
+                    return Ok(false);
+                }
+            },
         };
-        let mut read = self.db.read_with_delta(at)?;
-        if read.kind != OBJ_TREE {
-            return Err(PackError::general(format!(
-                "object {} is not a tree",
-                hex(&id)
-            )));
-        }
+        self.trees_entered += 1;
         self.show(id, Some(path));
         if !path.is_empty() {
             path.push(b'/');
         }
-        let link = match at {
-            Found::Packed(p, offset) => Some((p, offset)),
-            Found::Loose(_) => None,
-        };
-        if read.delta.is_none() {
-            // Served from the cache: its delta, if its base was walked, still saves looking
-            // up what the base named.
-            if let Some(link) = link {
-                read.delta = self.db.delta_of(link)?;
-            }
-        }
+        let link = read.link;
         let copied = read
             .delta
             .and_then(|(base, copies)| self.walked.copies_from(base, copies));
@@ -302,12 +301,64 @@ pub fn walk(
         missing: IdSet::default(),
         walked: WalkedTrees::default(),
         skipped: 0,
+        prefetch: None,
+        trees_entered: 0,
     };
     let mut pending = Vec::new();
     for root in roots {
         w.prepare_root(root, &mut pending)?;
     }
-    // The commit list: (newest first, then in order of insertion).
+    progress.start(crate::progress::PHASE_WALKING, 0);
+    // The commits' order depends on commits alone: it is found first, and the trees read
+    // after (interleaved with the commits when in commit order), as Git shows them.
+    let order = commit_order(&mut w, commits)?;
+    let trees: Vec<ObjectId> = pending
+        .iter()
+        .filter_map(|p| match p {
+            Pending::Tree(id, _) => Some(*id),
+            _ => None,
+        })
+        .chain(order.iter().map(|&(_, tree)| tree))
+        .collect();
+    let prefetch = Prefetch::new(PREFETCH_BUDGET);
+    let helper_db =
+        (opts.threads > 1 && w.db.packed_objects() >= READ_AHEAD_FROM).then(|| w.db.sibling());
+    std::thread::scope(|scope| {
+        if let Some(helper_db) = helper_db {
+            let (prefetch, trees) = (&prefetch, &trees);
+            scope.spawn(move || read_ahead(helper_db, trees, prefetch));
+            w.prefetch = Some(prefetch);
+        }
+        let shown = (|| -> Result<()> {
+            for &(id, tree) in &order {
+                progress.check_cancelled()?;
+                pending.push(Pending::Tree(tree, Vec::new()));
+                w.show(id, None);
+                if opts.in_commit_order {
+                    w.flush(&mut pending)?;
+                }
+            }
+            w.flush(&mut pending)
+        })();
+        prefetch.stop();
+        shown
+    })?;
+    w.out.entries_passed = w.skipped;
+    Ok(w.out)
+}
+
+/// Trees read ahead and not yet taken, at most (the other core's lead).
+const PREFETCH_BUDGET: usize = 32 << 20;
+
+/// Reading ahead pays on large repositories only (scripts/bench_walk.py, 5 runs, against
+/// the walk on one core): git/git (419,403 objects) 0.87 of rev-list's time instead of
+/// 0.95; libgit2 (134,603) 1.13 instead of 1.07, redis (94,856) 1.12 instead of 1.02.
+pub const READ_AHEAD_FROM: usize = 250_000;
+
+/// The commits in the order Git shows them, each with its tree: the starting ones sorted by
+/// date (a stable sort, newest first), then the newest taken each time and its parents not
+/// seen yet inserted after every commit at least as recent.
+fn commit_order(w: &mut Walker<'_>, commits: &[ObjectId]) -> Result<Vec<(ObjectId, ObjectId)>> {
     let mut queue: BTreeMap<(Reverse<u64>, u64), Queued> = BTreeMap::new();
     let mut seen_commits = IdSet::default();
     let mut seq = 0u64;
@@ -321,35 +372,29 @@ pub fn walk(
             start.push((c.date, *id, c.tree, c.parents));
         }
     }
-    // commit_list_sort_by_date is a stable merge sort, newest first.
     start.sort_by_key(|c| Reverse(c.0));
     for (date, id, tree, parents) in start {
         queue.insert((Reverse(date), seq), (id, tree, parents));
         seq += 1;
     }
-    progress.start(crate::progress::PHASE_WALKING, 0);
+    let mut order = Vec::new();
     while let Some((_, (id, tree, parents))) = queue.pop_first() {
-        progress.check_cancelled()?;
-        pending.push(Pending::Tree(tree, Vec::new()));
-        w.show(id, None);
-        if w.opts.shallow.binary_search(&id).is_err() {
-            for p in parents {
-                if !seen_commits.insert(p) {
-                    continue;
-                }
-                let Some(data) = w.read_as(&p, OBJ_COMMIT, "commit")? else {
-                    continue;
-                };
-                let c = parse_commit(&p, &data)?;
-                queue.insert((Reverse(c.date), seq), (p, c.tree, c.parents));
-                seq += 1;
-            }
+        w.progress.check_cancelled()?;
+        order.push((id, tree));
+        if w.opts.shallow.binary_search(&id).is_ok() {
+            continue;
         }
-        if opts.in_commit_order {
-            w.flush(&mut pending)?;
+        for p in parents {
+            if !seen_commits.insert(p) {
+                continue;
+            }
+            let Some(data) = w.read_as(&p, OBJ_COMMIT, "commit")? else {
+                continue;
+            };
+            let c = parse_commit(&p, &data)?;
+            queue.insert((Reverse(c.date), seq), (p, c.tree, c.parents));
+            seq += 1;
         }
     }
-    w.flush(&mut pending)?;
-    w.out.entries_passed = w.skipped;
-    Ok(w.out)
+    Ok(order)
 }
