@@ -233,3 +233,23 @@ def test_a_reflog_naming_a_blob_leaves_the_walk_to_git(tmp_path: Path) -> None:
     repo.run("config", "packorder.walk", "native")
     packorder.repack(repo.path, cruft_expiration="now")
     assert repo.run("cat-file", "-t", blob).decode().strip() == "blob"
+
+
+def test_a_cancelled_walk_stops_as_interrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk polls its cancel flag (an interrupt of the repack sets it): cancelled before
+    it reads anything, it ends at once and says so."""
+    repo = every_root_kind(tmp_path / "repo")
+    started: list = []
+
+    class Cancelled(native_walk.NativeWalk):
+        def __init__(self, walker, in_commit_order: bool) -> None:  # type: ignore[no-untyped-def]
+            walker.cancel()
+            started.append(walker)
+            super().__init__(walker, in_commit_order)
+
+    monkeypatch.setattr(native_walk, "NativeWalk", Cancelled)
+    snap = snapshot.listed(repo.git_dir)
+    walk = native_walk.start(snap.git_dir, snap.local_packs, snap.loose, False, False, gitcmd.read_config(snap.git_dir))
+    assert walk is not None and started
+    with pytest.raises(packorder.Interrupted):
+        walk.result()

@@ -42,8 +42,11 @@ impl Hasher for FirstWord {
     fn finish(&self) -> u64 {
         self.0
     }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("IdKey hashes its first word only")
+    // IdKey hashes its first word only (write_u64); anything else is folded in.
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
     }
     fn write_u64(&mut self, n: u64) {
         self.0 = n;

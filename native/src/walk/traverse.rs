@@ -190,6 +190,8 @@ impl Walker<'_> {
             return Ok(false);
         }
         self.seen.insert(id);
+        // One tree of a large repository holds most of its history: stop within it.
+        self.progress.check_cancelled()?;
         let handed = self.prefetch.and_then(|p| p.take(self.trees_entered, &id));
         let read = match handed {
             Some(tree) => tree,
