@@ -253,3 +253,20 @@ def test_a_cancelled_walk_stops_as_interrupted(tmp_path: Path, monkeypatch: pyte
     assert walk is not None and started
     with pytest.raises(packorder.Interrupted):
         walk.result()
+
+
+def test_an_object_loose_here_and_in_an_alternate(tmp_path: Path) -> None:
+    """The same id loose in the repository and in its alternate is one object to the walk."""
+    origin = Repo(tmp_path / "origin")
+    origin.write("a.txt", "shared\n")
+    origin.commit("one")
+    git(None, "clone", "-q", "--shared", str(origin.path), str(tmp_path / "borrower"))
+    borrower = tmp_path / "borrower"
+    blob = origin.run("rev-parse", "HEAD:a.txt").decode().strip()
+    loose = Path(blob[:2]) / blob[2:]
+    (borrower / ".git" / "objects" / loose.parent).mkdir(exist_ok=True)
+    shutil.copy(origin.git_dir / "objects" / loose, borrower / ".git" / "objects" / loose)
+    (borrower / "b.txt").write_text("its own\n")
+    git(borrower, "add", "b.txt")
+    git(borrower, "commit", "-q", "-m", "two")
+    assert assert_same_walk(borrower / ".git") >= 6

@@ -170,7 +170,8 @@ def start(
     commits, refs = starting_points(git_dir)
     if reflogs_name_other_objects(git_dir, commits):
         return None
-    loose = sorted(loose)
+    # One path per id: an object may be loose both here and in an alternate.
+    loose = sorted({oid: path for oid, path in reversed(loose)}.items())
     walker = _native.ObjectWalker(
         [str(p) for p in packs],
         b"".join(oid for oid, _ in loose),
