@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import Repo, git
+from gitrepo import Repo, git, git_env
 
 import packorder
 from packorder import gitcmd
@@ -270,3 +271,20 @@ def test_an_object_loose_here_and_in_an_alternate(tmp_path: Path) -> None:
     git(borrower, "add", "b.txt")
     git(borrower, "commit", "-q", "-m", "two")
     assert assert_same_walk(borrower / ".git") >= 6
+
+
+def test_a_corrupt_index_is_one_clear_error(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo")
+    repo.write("a.txt", "a\n")
+    repo.commit("one")
+    index = repo.git_dir / "index"
+    index.write_bytes(index.read_bytes()[:40] + b"\0" * 20)
+    repo.run("config", "packorder.walk", "native")
+    proc = subprocess.run(
+        [sys.executable, "-m", "packorder", "repack", str(repo.path)], capture_output=True, text=True, env=git_env()
+    )
+    assert proc.returncode == 128 and "Traceback" not in proc.stderr
+    assert (
+        proc.stderr.startswith("fatal: cannot list the repository's objects: index file")
+        and proc.stderr.count("\n") == 1
+    )

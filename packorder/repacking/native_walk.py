@@ -172,7 +172,30 @@ def start(
         return None
     # One path per id: an object may be loose both here and in an alternate.
     loose = sorted({oid: path for oid, path in reversed(loose)}.items())
-    walker = _native.ObjectWalker(
+    try:
+        walker = _walker(
+            git_dir, packs, loose, commits, refs, missing_ok, in_commit_order, config, threads, read_ahead_from
+        )
+    except _native.PackFormatError as e:  # an index file it cannot read
+        raise RepositoryError(f"cannot list the repository's objects: {e.args[0]}; nothing was changed") from None
+    if walker.unsupported:
+        return None
+    return NativeWalk(walker, in_commit_order)
+
+
+def _walker(
+    git_dir: Path,
+    packs: list[Path],
+    loose: list[tuple[bytes, Path]],
+    commits: bytes,
+    refs: list[tuple[bytes, None]],
+    missing_ok: bool,
+    in_commit_order: bool,
+    config: gitcmd.Config,
+    threads: int | None,
+    read_ahead_from: int | None,
+) -> _native.ObjectWalker:
+    return _native.ObjectWalker(
         [str(p) for p in packs],
         b"".join(oid for oid, _ in loose),
         [str(p) for _, p in loose],
@@ -187,6 +210,3 @@ def start(
         thread_count(config, threads, "packorder.threads", "pack.threads"),
         **({} if read_ahead_from is None else {"read_ahead_from": read_ahead_from}),
     )
-    if walker.unsupported:
-        return None
-    return NativeWalk(walker, in_commit_order)
