@@ -10,6 +10,7 @@ pub mod hash;
 pub mod ids;
 pub mod inflate;
 pub mod loose;
+pub mod lru;
 pub mod object_read;
 pub mod pack_entries;
 pub mod source;

@@ -7,12 +7,12 @@
 //! The search asks for objects sorted by type, path and size, not in pack order, so versions
 //! of one file come together and one kept base usually serves the next request.
 
-use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
 use crate::error::{PackError, Result};
 use crate::pack::delta_chain::{decode, BaseCache, ChainLinks, ChainStats, Object};
 use crate::pack::inflate::Inflater;
+use crate::pack::lru::Lru;
 use crate::pack::pack_entries::PackEntries;
 
 /// Where an object is: `(source, pos)` with `source` an index into the packs, or `LOOSE` and
@@ -169,66 +169,27 @@ impl ChainLinks for StoreLinks<'_> {
 /// Delta bases kept under a byte budget, least recently used out first.
 pub struct RecentBases<'a> {
     is_base: &'a [Vec<bool>],
-    budget: u64,
-    used: u64,
-    clock: u64,
-    /// key -> (object, last use)
-    cache: HashMap<Key, (Object, u64)>,
-    /// Uses in time order, stale ones (older than the entry's last use) skipped on eviction.
-    uses: VecDeque<(u64, Key)>,
-    evictions: u64,
+    kept: Lru<Key, Object>,
 }
 
 impl<'a> RecentBases<'a> {
     pub fn new(store: &'a Store, budget: u64) -> Self {
         RecentBases {
             is_base: &store.is_base,
-            budget,
-            used: 0,
-            clock: 0,
-            cache: HashMap::new(),
-            uses: VecDeque::new(),
-            evictions: 0,
+            kept: Lru::new(budget),
         }
     }
 }
 
 impl BaseCache<Key> for RecentBases<'_> {
     fn get(&mut self, key: &Key) -> Option<Object> {
-        self.clock += 1;
-        let now = self.clock;
-        let (data, used) = self.cache.get_mut(key)?;
-        *used = now;
-        self.uses.push_back((now, *key));
-        Some(data.clone())
+        self.kept.get(key).cloned()
     }
 
     /// Kept only if other entries are deltas against it.
     fn offer(&mut self, &key: &Key, data: &Object) {
-        if !self.is_base[key.0 as usize][key.1] || data.len() as u64 > self.budget {
-            return;
-        }
-        self.clock += 1;
-        let now = self.clock;
-        if self.cache.insert(key, (data.clone(), now)).is_none() {
-            self.used += data.len() as u64;
-        }
-        self.uses.push_back((now, key));
-        while self.used > self.budget {
-            let Some((when, old)) = self.uses.pop_front() else {
-                break;
-            };
-            if self.cache.get(&old).is_some_and(|(_, last)| *last == when) {
-                if let Some((d, _)) = self.cache.remove(&old) {
-                    self.used -= d.len() as u64;
-                    self.evictions += 1;
-                }
-            }
-        }
-        if self.uses.len() > 4 * self.cache.len() + 1024 {
-            let cache = &self.cache;
-            self.uses
-                .retain(|(when, key)| cache.get(key).is_some_and(|(_, last)| last == when));
+        if self.is_base[key.0 as usize][key.1] && data.len() as u64 <= self.kept.budget() {
+            self.kept.insert(key, data.clone(), data.len() as u64);
         }
     }
 }
@@ -268,7 +229,7 @@ impl<'a> Reader<'a> {
             inflated: self.chain.roots + self.chain.applied,
             applied: self.chain.applied,
             cache_hits: self.chain.cache_hits,
-            evictions: self.cache.evictions,
+            evictions: self.cache.kept.evictions,
         }
     }
 

@@ -1,8 +1,9 @@
 //! packorder's own object walk, in place of `git rev-list --objects`: a repository's objects
 //! read by id (odb.rs, through each pack's index: pack_index.rs), the parts of commits, trees
 //! and tags a walk follows (objects.rs), what an index adds (index_file.rs), the walk in
-//! Git's order (traverse.rs), the tree entries it may pass unread (copied.rs), the trees a
-//! second thread reads ahead (prefetch.rs) and the sets it asks (id_set.rs).
+//! Git's order (traverse.rs), one tree as it reads it (tree.rs), the tree entries it may
+//! pass unread (copied.rs), the trees a second thread reads ahead (prefetch.rs) and the sets
+//! it asks (id_set.rs).
 
 pub mod copied;
 pub mod id_set;
@@ -12,3 +13,4 @@ pub mod odb;
 pub mod pack_index;
 pub mod prefetch;
 pub mod traverse;
+pub mod tree;

@@ -5,7 +5,6 @@
 //! role of Git's core.deltaBaseCacheLimit), since the versions of one tree delta against
 //! each other and come close together in a walk.
 
-use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -14,6 +13,7 @@ use crate::pack::delta::{copied_ranges, Copied};
 use crate::pack::delta_chain::{decode, BaseCache, ChainLinks, ChainStats, Object};
 use crate::pack::entry::{is_delta, parse_header, BaseRef, ObjectId, MAX_HEADER_LEN};
 use crate::pack::inflate::Inflater;
+use crate::pack::lru::Lru;
 use crate::walk::pack_index::IndexedPack;
 
 /// Where an object is: entry `offset` of pack `pack`.
@@ -64,14 +64,10 @@ impl<'a> PackLinks<'a> {
         let n = pack.pack.read_upto(&mut buf, offset, pack.end_of(offset))?;
         parse_header(&buf[..n], offset)?.ok_or_else(|| pack.corrupt(offset, "entry header cut off"))
     }
-}
 
-impl ChainLinks for PackLinks<'_> {
-    type Link = Link;
-
-    fn base(&self, &(p, offset): &Link) -> Result<Option<Link>> {
-        let head = self.header((p, offset))?;
-        match head.base {
+    /// The entry the header of `(p, offset)` names as its base.
+    fn base_link(&self, (p, offset): Link, base: BaseRef) -> Result<Option<Link>> {
+        match base {
             BaseRef::None => Ok(None),
             BaseRef::Offset(b) => Ok(Some((p, b))),
             BaseRef::Id(id) => {
@@ -84,6 +80,14 @@ impl ChainLinks for PackLinks<'_> {
                 }
             }
         }
+    }
+}
+
+impl ChainLinks for PackLinks<'_> {
+    type Link = Link;
+
+    fn base(&self, &(p, offset): &Link) -> Result<Option<Link>> {
+        self.base_link((p, offset), self.header((p, offset))?.base)
     }
 
     fn take_buffer(&mut self) -> Vec<u8> {
@@ -103,11 +107,7 @@ impl ChainLinks for PackLinks<'_> {
         if !is_delta(head.kind) {
             self.root_kind = head.kind;
         } else if (p, offset) == self.start {
-            self.start_base = match head.base {
-                BaseRef::Offset(b) => Some((p, b)),
-                BaseRef::Id(id) => pack.find(&id).map(|b| (p, b)),
-                BaseRef::None => None,
-            };
+            self.start_base = self.base_link((p, offset), head.base)?;
         }
         if head.size > self.object_limit {
             return Err(pack.corrupt(
@@ -150,11 +150,7 @@ impl ChainLinks for PackLinks<'_> {
 
 /// Every object rebuilt, kept with its type, least recently used out first.
 struct RecentObjects {
-    budget: u64,
-    used: u64,
-    clock: u64,
-    map: HashMap<Link, (Object, u8, u64)>,
-    uses: VecDeque<(u64, Link)>,
+    kept: Lru<Link, (Object, u8)>,
     /// Set by a hit: the type of the chain being decoded.
     hit_kind: u8,
     /// Offered during the current decode, their type known only once it ends.
@@ -164,11 +160,7 @@ struct RecentObjects {
 impl RecentObjects {
     fn new(budget: u64) -> Self {
         RecentObjects {
-            budget,
-            used: 0,
-            clock: 0,
-            map: HashMap::new(),
-            uses: VecDeque::new(),
+            kept: Lru::new(budget),
             hit_kind: 0,
             untyped: Vec::new(),
         }
@@ -177,40 +169,16 @@ impl RecentObjects {
 
 impl BaseCache<Link> for RecentObjects {
     fn get(&mut self, link: &Link) -> Option<Object> {
-        self.clock += 1;
-        let now = self.clock;
-        let (data, kind, used) = self.map.get_mut(link)?;
-        *used = now;
+        let (data, kind) = self.kept.get(link)?;
         self.hit_kind = *kind;
-        self.uses.push_back((now, *link));
         Some(data.clone())
     }
 
     fn offer(&mut self, link: &Link, data: &Object) {
-        if data.len() as u64 > self.budget / 4 {
-            return;
-        }
-        self.clock += 1;
-        let now = self.clock;
-        if self.map.insert(*link, (data.clone(), 0, now)).is_none() {
-            self.used += data.len() as u64;
-        }
-        self.untyped.push(*link);
-        self.uses.push_back((now, *link));
-        while self.used > self.budget {
-            let Some((when, old)) = self.uses.pop_front() else {
-                break;
-            };
-            if self.map.get(&old).is_some_and(|e| e.2 == when) {
-                if let Some((d, _, _)) = self.map.remove(&old) {
-                    self.used -= d.len() as u64;
-                }
-            }
-        }
-        if self.uses.len() > 4 * self.map.len() + 1024 {
-            let map = &self.map;
-            self.uses
-                .retain(|(when, key)| map.get(key).is_some_and(|e| e.2 == *when));
+        if data.len() as u64 <= self.kept.budget() / 4 {
+            self.kept
+                .insert(*link, (data.clone(), 0), data.len() as u64);
+            self.untyped.push(*link);
         }
     }
 }
@@ -280,7 +248,7 @@ impl ObjectDb {
             loose_ids: self.loose_ids.clone(),
             loose_paths: self.loose_paths.clone(),
             bufs: Some(Buffers::default()),
-            cache: RecentObjects::new(self.cache.budget),
+            cache: RecentObjects::new(self.cache.kept.budget()),
             object_limit: self.object_limit,
             stats: ChainStats::default(),
         }
@@ -342,6 +310,7 @@ impl ObjectDb {
                 })
             }
             Found::Packed(p, offset) => {
+                // Not self.links(): decode borrows the cache beside the packs.
                 let mut links = PackLinks::new(
                     &self.packs,
                     self.bufs.take().unwrap_or_default(),
@@ -361,7 +330,7 @@ impl ObjectDb {
                 let bufs = links.bufs;
                 let data = result;
                 for link in self.cache.untyped.drain(..) {
-                    if let Some(e) = self.cache.map.get_mut(&link) {
+                    if let Some(e) = self.cache.kept.peek_mut(&link) {
                         e.1 = kind;
                     }
                 }

@@ -10,53 +10,13 @@
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
 
-use crate::error::{PackError, Result};
-use crate::pack::delta::Copied;
-use crate::pack::delta_chain::Object;
-use crate::pack::entry::{ObjectId, OBJ_TREE};
-use crate::pack::hash::hex;
+use crate::error::Result;
+use crate::pack::entry::ObjectId;
 use crate::walk::copied::WalkedTrees;
 use crate::walk::id_set::IdSet;
-use crate::walk::objects::{tree_entry_at, MODE_DIR};
-use crate::walk::odb::{EntryLink, Found, ObjectDb};
-
-/// A tree as the walk needs it: where it is stored, its data, and the delta (base and
-/// copies) it was rebuilt from, if it was.
-pub struct TreeRead {
-    pub link: Option<EntryLink>,
-    pub data: Object,
-    pub delta: Option<(EntryLink, Vec<Copied>)>,
-}
-
-/// The tree `id`, or None if the repository lacks it.
-pub fn read_tree(db: &mut ObjectDb, id: &ObjectId) -> Result<Option<TreeRead>> {
-    let Some(at) = db.find(id) else {
-        return Ok(None);
-    };
-    let mut read = db.read_with_delta(at)?;
-    if read.kind != OBJ_TREE {
-        return Err(PackError::general(format!(
-            "object {} is not a tree",
-            hex(id)
-        )));
-    }
-    let link = match at {
-        Found::Packed(p, offset) => Some((p, offset)),
-        Found::Loose(_) => None,
-    };
-    if read.delta.is_none() {
-        // Served from the cache: its delta, if its base was walked, still saves looking up
-        // what the base named.
-        if let Some(link) = link {
-            read.delta = db.delta_of(link)?;
-        }
-    }
-    Ok(Some(TreeRead {
-        link,
-        data: read.data,
-        delta: read.delta,
-    }))
-}
+use crate::walk::objects::MODE_DIR;
+use crate::walk::odb::ObjectDb;
+use crate::walk::tree::{read_tree, TreeCursor, TreeRead};
 
 struct State {
     /// (number, id, tree), in the order read.
@@ -185,15 +145,6 @@ impl Prefetch {
     }
 }
 
-struct Frame {
-    id: ObjectId,
-    data: Object,
-    at: usize,
-    link: Option<EntryLink>,
-    starts: Vec<u32>,
-    copied: Option<crate::walk::copied::Copies>,
-}
-
 /// Read the trees `roots` (in the walk's order) and all they contain, depth first, as the
 /// walk will, handing each over to `prefetch`. An error ends it quietly: the walk meets the
 /// same tree and reports it.
@@ -210,7 +161,7 @@ pub fn read_ahead(mut db: ObjectDb, roots: &[ObjectId], prefetch: &Prefetch) {
     let mut walked = WalkedTrees::default();
     let mut n = 0u64;
     let mut enter = |id: ObjectId,
-                     stack: &mut Vec<Frame>,
+                     stack: &mut Vec<TreeCursor>,
                      db: &mut ObjectDb,
                      walked: &WalkedTrees|
      -> Result<bool> {
@@ -220,44 +171,30 @@ pub fn read_ahead(mut db: ObjectDb, roots: &[ObjectId], prefetch: &Prefetch) {
         let Some(tree) = read_tree(db, &id)? else {
             return Ok(false);
         };
-        let copied = tree
-            .delta
-            .clone()
-            .and_then(|(base, copies)| walked.copies_from(base, copies));
-        stack.push(Frame {
-            id,
-            data: tree.data.clone(),
-            at: 0,
+        let handed = TreeRead {
             link: tree.link,
-            starts: Vec::with_capacity(tree.data.len() / 24 + 1),
-            copied,
-        });
-        let go_on = prefetch.give(n, id, tree);
+            data: tree.data.clone(),
+            delta: tree.delta.clone(),
+        };
+        stack.push(TreeCursor::new(id, tree, walked));
+        let go_on = prefetch.give(n, id, handed);
         n += 1;
         Ok(go_on)
     };
-    let mut stack: Vec<Frame> = Vec::new();
+    let mut stack: Vec<TreeCursor> = Vec::new();
+    let mut passed = 0;
     let outcome = (|| -> Result<()> {
         for &root in roots {
             if !enter(root, &mut stack, &mut db, &walked)? && prefetch.stopped() {
                 return Ok(());
             }
             while let Some(top) = stack.last_mut() {
-                if let Some(c) = &mut top.copied {
-                    c.pass(&mut top.at, &mut top.starts);
-                }
-                let Some((entry, next)) = tree_entry_at(&top.id, &top.data, top.at)? else {
-                    let done = stack.pop().expect("a frame");
-                    if let Some(link) = done.link {
-                        walked.keep(link, done.starts, done.data.len());
-                    }
+                let Some(entry) = top.next(&mut passed)? else {
+                    stack.pop().expect("a cursor").finish(&mut walked);
                     continue;
                 };
-                let (mode, child): (u32, ObjectId) = (entry.mode, entry.id.try_into().unwrap());
-                top.starts.push(top.at as u32);
-                top.at = next;
-                if mode & 0o170000 == MODE_DIR
-                    && !enter(child, &mut stack, &mut db, &walked)?
+                if entry.mode & 0o170000 == MODE_DIR
+                    && !enter(entry.id, &mut stack, &mut db, &walked)?
                     && prefetch.stopped()
                 {
                     return Ok(());
@@ -272,6 +209,7 @@ pub fn read_ahead(mut db: ObjectDb, roots: &[ObjectId], prefetch: &Prefetch) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pack::delta_chain::Object;
 
     fn tree(byte: u8) -> TreeRead {
         TreeRead {

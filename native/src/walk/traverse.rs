@@ -19,11 +19,12 @@ use crate::pack::delta_chain::Object;
 use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
 use crate::pack::hash::hex;
 use crate::progress::Progress;
-use crate::walk::copied::{Copies, WalkedTrees};
+use crate::walk::copied::WalkedTrees;
 use crate::walk::id_set::IdSet;
-use crate::walk::objects::{parse_commit, parse_tag, tree_entry_at, MODE_DIR, MODE_GITLINK};
-use crate::walk::odb::{EntryLink, ObjectDb};
-use crate::walk::prefetch::{read_ahead, read_tree, Prefetch};
+use crate::walk::objects::{parse_commit, parse_tag, MODE_DIR, MODE_GITLINK};
+use crate::walk::odb::ObjectDb;
+use crate::walk::prefetch::{read_ahead, Prefetch};
+use crate::walk::tree::{read_tree, TreeCursor};
 use crate::write::revlist::name_hash;
 
 /// A root that is not (necessarily) a commit: a ref's object, or an index entry with its path.
@@ -80,18 +81,10 @@ struct Walker<'a> {
     trees_entered: u64,
 }
 
-/// What a tree being walked still has to show: its data, where its next entry is, and the
-/// length of its path (with the '/' after it) in the path buffer.
+/// A tree being walked, and the length of its path (with the '/' after it) in the path buffer.
 struct Frame {
-    id: ObjectId,
-    data: Object,
-    at: usize,
+    tree: TreeCursor,
     base_len: usize,
-    /// Where the tree is stored, if in a pack, and where each of its entries starts.
-    link: Option<EntryLink>,
-    starts: Vec<u32>,
-    /// When the tree was rebuilt from a delta whose base was walked to its end.
-    copied: Option<Copies>,
 }
 
 impl Walker<'_> {
@@ -158,25 +151,16 @@ impl Walker<'_> {
         }
         while let Some(top) = stack.last_mut() {
             path.truncate(top.base_len);
-            if let Some(c) = &mut top.copied {
-                self.skipped += c.pass(&mut top.at, &mut top.starts);
-            }
-            let Some((entry, next)) = tree_entry_at(&top.id, &top.data, top.at)? else {
-                let done = stack.pop().expect("a frame");
-                if let Some(link) = done.link {
-                    self.walked.keep(link, done.starts, done.data.len());
-                }
+            let Some(entry) = top.tree.next(&mut self.skipped)? else {
+                stack.pop().expect("a frame").tree.finish(&mut self.walked);
                 continue;
             };
-            let (mode, child): (u32, ObjectId) = (entry.mode, entry.id.try_into().unwrap());
-            path.extend_from_slice(entry.name);
-            top.starts.push(top.at as u32);
-            top.at = next;
-            if mode & 0o170000 == MODE_DIR {
-                self.enter(child, path, &mut stack)?;
-            } else if mode & 0o170000 != MODE_GITLINK {
+            path.extend_from_slice(top.tree.name(&entry));
+            if entry.mode & 0o170000 == MODE_DIR {
+                self.enter(entry.id, path, &mut stack)?;
+            } else if entry.mode & 0o170000 != MODE_GITLINK {
                 let p = std::mem::take(path);
-                self.blob(child, &p)?;
+                self.blob(entry.id, &p)?;
                 *path = p;
             }
         }
@@ -208,20 +192,9 @@ impl Walker<'_> {
         if !path.is_empty() {
             path.push(b'/');
         }
-        let link = read.link;
-        let copied = read
-            .delta
-            .and_then(|(base, copies)| self.walked.copies_from(base, copies));
-        // An entry takes at least 24 bytes ("1 a\0" and an id).
-        let starts = Vec::with_capacity(read.data.len() / 24 + 1);
         stack.push(Frame {
-            id,
-            data: read.data,
-            at: 0,
+            tree: TreeCursor::new(id, read, &self.walked),
             base_len: path.len(),
-            link,
-            starts,
-            copied,
         });
         self.progress.add(1);
         Ok(true)

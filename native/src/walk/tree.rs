@@ -1,0 +1,120 @@
+//! A tree as the walk reads it: read (with the delta it was rebuilt from), then its entries
+//! one after another, those its delta copied whole from a tree already walked passed over
+//! (copied.rs), and its entry starts kept for the trees that delta against it. The walk
+//! (traverse.rs) and the reading ahead (prefetch.rs) both go through here.
+
+use std::ops::Range;
+
+use crate::error::{PackError, Result};
+use crate::pack::delta::Copied;
+use crate::pack::delta_chain::Object;
+use crate::pack::entry::{ObjectId, OBJ_TREE};
+use crate::pack::hash::hex;
+use crate::walk::copied::{Copies, WalkedTrees};
+use crate::walk::objects::tree_entry_at;
+use crate::walk::odb::{EntryLink, Found, ObjectDb};
+
+/// A tree as the walk needs it: where it is stored, its data, and the delta (base and
+/// copies) it was rebuilt from, if it was.
+pub struct TreeRead {
+    pub link: Option<EntryLink>,
+    pub data: Object,
+    pub delta: Option<(EntryLink, Vec<Copied>)>,
+}
+
+/// The tree `id`, or None if the repository lacks it.
+pub fn read_tree(db: &mut ObjectDb, id: &ObjectId) -> Result<Option<TreeRead>> {
+    let Some(at) = db.find(id) else {
+        return Ok(None);
+    };
+    let mut read = db.read_with_delta(at)?;
+    if read.kind != OBJ_TREE {
+        return Err(PackError::general(format!(
+            "object {} is not a tree",
+            hex(id)
+        )));
+    }
+    let link = match at {
+        Found::Packed(p, offset) => Some((p, offset)),
+        Found::Loose(_) => None,
+    };
+    if read.delta.is_none() {
+        // Served from the cache: its delta, if its base was walked, still saves looking up
+        // what the base named.
+        if let Some(link) = link {
+            read.delta = db.delta_of(link)?;
+        }
+    }
+    Ok(Some(TreeRead {
+        link,
+        data: read.data,
+        delta: read.delta,
+    }))
+}
+
+/// An entry a cursor gives: its mode, the object it names, and where its name is.
+pub struct Entry {
+    pub mode: u32,
+    pub id: ObjectId,
+    pub name: Range<usize>,
+}
+
+pub struct TreeCursor {
+    id: ObjectId,
+    data: Object,
+    at: usize,
+    /// Where the tree is stored, if in a pack, and where each of its entries starts.
+    link: Option<EntryLink>,
+    starts: Vec<u32>,
+    /// When the tree was rebuilt from a delta whose base was walked to its end.
+    copied: Option<Copies>,
+}
+
+impl TreeCursor {
+    pub fn new(id: ObjectId, tree: TreeRead, walked: &WalkedTrees) -> Self {
+        let copied = tree
+            .delta
+            .and_then(|(base, copies)| walked.copies_from(base, copies));
+        // An entry takes at least 24 bytes ("1 a\0" and an id).
+        let starts = Vec::with_capacity(tree.data.len() / 24 + 1);
+        TreeCursor {
+            id,
+            data: tree.data,
+            at: 0,
+            link: tree.link,
+            starts,
+            copied,
+        }
+    }
+
+    /// The next entry that has to be looked at, or None at the end; `passed` counts the
+    /// entries passed over before it.
+    pub fn next(&mut self, passed: &mut u64) -> Result<Option<Entry>> {
+        if let Some(c) = &mut self.copied {
+            *passed += c.pass(&mut self.at, &mut self.starts);
+        }
+        let Some((entry, next)) = tree_entry_at(&self.id, &self.data, self.at)? else {
+            return Ok(None);
+        };
+        let start = entry.name.as_ptr() as usize - self.data.as_ptr() as usize;
+        let found = Entry {
+            mode: entry.mode,
+            id: entry.id.try_into().unwrap(),
+            name: start..start + entry.name.len(),
+        };
+        self.starts.push(self.at as u32);
+        self.at = next;
+        Ok(Some(found))
+    }
+
+    pub fn name(&self, entry: &Entry) -> &[u8] {
+        &self.data[entry.name.clone()]
+    }
+
+    /// The tree was walked to its end: its entry starts serve the trees that delta against it.
+    pub fn finish(self, walked: &mut WalkedTrees) {
+        if let Some(link) = self.link {
+            walked.keep(link, self.starts, self.data.len());
+        }
+    }
+}
