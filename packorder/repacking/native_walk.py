@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,12 +40,17 @@ def index_files(git_dir: Path) -> list[Path]:
     return [f for f in files if f.exists()]
 
 
+def walk_failed(stderr: bytes, code: int) -> RepositoryError:
+    """What a repack says when a walk of its objects fails (Git's or ours): the first line."""
+    err = stderr.decode(errors="replace").strip()
+    first = err.splitlines()[0] if err else f"exit status {code}"
+    return RepositoryError(f"cannot list the repository's objects: {first}; nothing was changed")
+
+
 def _git(git_dir: Path, *args: str) -> bytes:
-    proc = subprocess.run([gitcmd.GIT, "--git-dir", str(git_dir), *args], capture_output=True, env=gitcmd.git_env())
+    proc = gitcmd.run(list(args), git_dir=git_dir, check=False)
     if proc.returncode != 0:
-        err = proc.stderr.decode(errors="replace").strip()
-        first = err.splitlines()[0] if err else f"exit status {proc.returncode}"
-        raise RepositoryError(f"cannot list the repository's objects: {first}; nothing was changed")
+        raise walk_failed(proc.stderr, proc.returncode)
     return proc.stdout
 
 
@@ -84,11 +88,11 @@ def reflogs_name_other_objects(git_dir: Path, commits: bytes) -> bool:
     others = [oid for oid in named if bytes.fromhex(oid) not in starts]
     if not others:
         return False
-    out = subprocess.run(
-        [gitcmd.GIT, "--git-dir", str(git_dir), "cat-file", "--batch-check=%(objecttype)"],
+    out = gitcmd.run(
+        ["cat-file", "--batch-check=%(objecttype)"],
+        git_dir=git_dir,
+        check=False,
         input="".join(o + "\n" for o in others).encode(),
-        capture_output=True,
-        env=gitcmd.git_env(),
     ).stdout.decode()
     # A pruned commit is "missing" (Git warns and walks on); anything else is a reason.
     return any(kind not in ("commit", "missing") and not kind.endswith(" missing") for kind in out.split("\n") if kind)
@@ -140,7 +144,7 @@ class NativeWalk:
             message = self.error.args[0]
             if message == "interrupted":
                 raise Interrupted()
-            raise RepositoryError(f"cannot list the repository's objects: {message}; nothing was changed")
+            raise walk_failed(message.encode(), 1)
         if self.error is not None:
             raise self.error
         assert self._result is not None
@@ -177,7 +181,7 @@ def start(
             git_dir, packs, loose, commits, refs, missing_ok, in_commit_order, config, threads, read_ahead_from
         )
     except _native.PackFormatError as e:  # an index file it cannot read
-        raise RepositoryError(f"cannot list the repository's objects: {e.args[0]}; nothing was changed") from None
+        raise walk_failed(e.args[0].encode(), 1) from None
     if walker.unsupported:
         return None
     return NativeWalk(walker, in_commit_order)

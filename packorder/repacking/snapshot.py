@@ -98,9 +98,7 @@ class ObjectWalk:
         if self.error is not None:
             raise RepositoryError(f"cannot list the repository's objects: {self.error}")
         if code != 0:
-            err = self.stderr.decode(errors="replace").strip()
-            first = err.splitlines()[0] if err else f"exit status {code}"
-            raise RepositoryError(f"cannot list the repository's objects: {first}; nothing was changed")
+            raise native_walk.walk_failed(self.stderr, code)
         oids, hashes, _named, missing = self.parser.finish()
         self._result = oids, hashes, missing
         return self._result
