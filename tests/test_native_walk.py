@@ -143,6 +143,49 @@ def test_every_kind_of_root_walks_as_git_walks(tmp_path: Path) -> None:
     assert assert_same_walk(repo.git_dir) > 300
 
 
+def churned_directories(path: Path) -> Repo:
+    """A history whose directories change as they do in real ones, one commit at a time:
+    entries changed, added and removed (several at once), a file replaced by a directory of
+    its name and back, names sorting about a directory's '/' ("a", "a.c", "a/", "a0"), old
+    versions brought back (objects seen long before, at the same path or another), and a
+    directory moved whole."""
+    repo = Repo(path)
+    lines = []
+    files = {f"src/f{i:02}.c": f"{i}\n" for i in range(40)}
+    files.update({"src/a.c": "a.c\n", "src/a0": "a0\n", "src/a": "a file\n", "doc/x": "x\n"})
+    for step in range(36):
+        if step % 5 == 1:
+            for i in range(step % 7, 40, 9):
+                files.pop(f"src/f{i:02}.c", None)
+        if step % 5 == 3:
+            for i in range(0, 40, 4):
+                files[f"src/f{i:02}.c"] = f"{i} back\n"
+        if step % 6 == 2:
+            files.pop("src/a", None)
+            files["src/a/inner.c"] = f"inner {step}\n"
+        if step % 6 == 5:
+            files = {k: v for k, v in files.items() if not k.startswith("src/a/")}
+            files["src/a"] = "a file\n"
+        if step == 20:
+            files.update({"moved/" + k[4:]: v for k, v in files.items() if k.startswith("src/")})
+        files[f"src/f{step % 40:02}.c"] = f"{step % 40} at {step % 11}\n"
+        files["doc/x"] = f"x {step % 4}\n"
+        lines.append(f"commit refs/heads/main\ncommitter C <c@example.com> {1_600_000_000 + step} +0000\n")
+        lines.append(f"data <<END\nstep {step}\nEND\ndeleteall\n")
+        for name, data in sorted(files.items()):
+            lines.append(f"M 100644 inline {name}\ndata <<END\n{data}END\n")
+    fast_import(repo, "".join(lines))
+    return repo
+
+
+def test_trees_passed_beside_the_last_tree_at_their_path_walk_as_git_walks(tmp_path: Path) -> None:
+    repo = churned_directories(tmp_path / "repo")
+    assert assert_same_walk(repo.git_dir) > 200
+    for window in ("--window=10", "--window=0"):  # bases walked before or after the tree
+        repo.run("repack", "-adfq", window)
+        assert assert_same_walk(repo.git_dir) > 200
+
+
 def test_an_index_of_version_4_and_an_unwritten_cache_tree(tmp_path: Path) -> None:
     repo = every_root_kind(tmp_path / "repo")
     repo.run("update-index", "--index-version", "4")

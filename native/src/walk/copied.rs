@@ -23,9 +23,9 @@ pub struct WalkedTrees {
 const WALKED_TREES_BUDGET: usize = 32 << 20;
 
 impl WalkedTrees {
-    pub fn keep(&mut self, link: EntryLink, starts: Vec<u32>, len: usize) {
+    pub fn keep(&mut self, link: EntryLink, starts: Arc<Vec<u32>>, len: usize) {
         self.held += 4 * starts.len();
-        self.starts.insert(link, (Arc::new(starts), len));
+        self.starts.insert(link, (starts, len));
         self.order.push_back(link);
         while self.held > WALKED_TREES_BUDGET {
             let Some(old) = self.order.pop_front() else {

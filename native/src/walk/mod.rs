@@ -2,8 +2,8 @@
 //! read by id (odb.rs, through each pack's index: pack_index.rs), the parts of commits, trees
 //! and tags a walk follows (objects.rs), what an index adds (index_file.rs), the walk in
 //! Git's order (traverse.rs), one tree as it reads it (tree.rs), the tree entries it may
-//! pass unread (copied.rs), the trees a second thread reads ahead (prefetch.rs) and the sets
-//! it asks (id_set.rs).
+//! pass unread (copied.rs, same_path.rs), the trees a second thread reads ahead
+//! (prefetch.rs) and the sets it asks (id_set.rs).
 
 pub mod copied;
 pub mod id_set;
@@ -12,5 +12,6 @@ pub mod objects;
 pub mod odb;
 pub mod pack_index;
 pub mod prefetch;
+pub mod same_path;
 pub mod traverse;
 pub mod tree;

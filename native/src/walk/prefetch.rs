@@ -190,7 +190,7 @@ pub fn read_ahead(mut db: ObjectDb, roots: &[ObjectId], prefetch: &Prefetch) {
             }
             while let Some(top) = stack.last_mut() {
                 let Some(entry) = top.next(&mut passed)? else {
-                    stack.pop().expect("a cursor").finish(&mut walked);
+                    stack.pop().expect("a cursor").finish(&mut walked, None);
                     continue;
                 };
                 if entry.mode & 0o170000 == MODE_DIR

@@ -24,6 +24,7 @@ use crate::walk::id_set::IdSet;
 use crate::walk::objects::{parse_commit, parse_tag, MODE_DIR, MODE_GITLINK};
 use crate::walk::odb::ObjectDb;
 use crate::walk::prefetch::{read_ahead, Prefetch};
+use crate::walk::same_path::{child_path, PathKey, PathTrees, ROOT_PATH};
 use crate::walk::tree::{read_tree, TreeCursor};
 use crate::write::revlist::name_hash;
 
@@ -74,7 +75,8 @@ struct Walker<'a> {
     seen: IdSet,
     missing: IdSet,
     walked: WalkedTrees,
-    /// Tree entries passed over as copies of a walked base's.
+    paths: PathTrees,
+    /// Tree entries passed over as copies of a walked base's or of the last tree at their path.
     skipped: u64,
     /// Trees read ahead by the other core, and how many trees were entered (its numbering).
     prefetch: Option<&'a Prefetch>,
@@ -146,18 +148,21 @@ impl Walker<'_> {
     fn tree(&mut self, id: ObjectId, path: &mut Vec<u8>) -> Result<()> {
         let start = path.len();
         let mut stack: Vec<Frame> = Vec::new();
-        if !self.enter(id, path, &mut stack)? {
+        if !self.enter(id, path, ROOT_PATH, &mut stack)? {
             return Ok(());
         }
         while let Some(top) = stack.last_mut() {
             path.truncate(top.base_len);
             let Some(entry) = top.tree.next(&mut self.skipped)? else {
-                stack.pop().expect("a frame").tree.finish(&mut self.walked);
+                let done = stack.pop().expect("a frame").tree;
+                done.finish(&mut self.walked, Some(&mut self.paths));
                 continue;
             };
-            path.extend_from_slice(top.tree.name(&entry));
+            let name = top.tree.name(&entry);
+            path.extend_from_slice(name);
             if entry.mode & 0o170000 == MODE_DIR {
-                self.enter(entry.id, path, &mut stack)?;
+                let key = child_path(top.tree.path().unwrap_or(ROOT_PATH), name);
+                self.enter(entry.id, path, key, &mut stack)?;
             } else if entry.mode & 0o170000 != MODE_GITLINK {
                 let p = std::mem::take(path);
                 self.blob(entry.id, &p)?;
@@ -169,7 +174,13 @@ impl Walker<'_> {
     }
 
     /// Show the tree `id` found at `path` and push it to be walked, unless seen or missing.
-    fn enter(&mut self, id: ObjectId, path: &mut Vec<u8>, stack: &mut Vec<Frame>) -> Result<bool> {
+    fn enter(
+        &mut self,
+        id: ObjectId,
+        path: &mut Vec<u8>,
+        key: PathKey,
+        stack: &mut Vec<Frame>,
+    ) -> Result<bool> {
         if self.seen.contains(&id) {
             return Ok(false);
         }
@@ -193,7 +204,7 @@ impl Walker<'_> {
             path.push(b'/');
         }
         stack.push(Frame {
-            tree: TreeCursor::new(id, read, &self.walked),
+            tree: TreeCursor::new(id, read, &self.walked).at_path(key, &mut self.paths),
             base_len: path.len(),
         });
         self.progress.add(1);
@@ -275,6 +286,7 @@ pub fn walk(
         seen: IdSet::default(),
         missing: IdSet::default(),
         walked: WalkedTrees::default(),
+        paths: PathTrees::default(),
         skipped: 0,
         prefetch: None,
         trees_entered: 0,

@@ -4,6 +4,7 @@
 //! (traverse.rs) and the reading ahead (prefetch.rs) both go through here.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::error::{PackError, Result};
 use crate::pack::delta::Copied;
@@ -13,6 +14,7 @@ use crate::pack::hash::hex;
 use crate::walk::copied::{Copies, WalkedTrees};
 use crate::walk::objects::tree_entry_at;
 use crate::walk::odb::{EntryLink, Found, ObjectDb};
+use crate::walk::same_path::{PathKey, PathTrees, SamePath};
 
 /// A tree as the walk needs it: where it is stored, its data, and the delta (base and
 /// copies) it was rebuilt from, if it was.
@@ -68,6 +70,9 @@ pub struct TreeCursor {
     starts: Vec<u32>,
     /// When the tree was rebuilt from a delta whose base was walked to its end.
     copied: Option<Copies>,
+    /// Its path, and the tree walked last there, when the walk keeps them.
+    path: Option<PathKey>,
+    same_path: Option<SamePath>,
 }
 
 impl TreeCursor {
@@ -84,18 +89,46 @@ impl TreeCursor {
             link: tree.link,
             starts,
             copied,
+            path: None,
+            same_path: None,
         }
+    }
+
+    /// Read beside the tree walked last at `path`, and kept as the last there when done.
+    /// Only the walk itself does: the reading ahead (prefetch.rs), which looks up
+    /// directories only, spent more comparing entries than it saved.
+    pub fn at_path(mut self, path: PathKey, paths: &mut PathTrees) -> Self {
+        self.path = Some(path);
+        self.same_path = paths.at(path);
+        self
     }
 
     /// The next entry that has to be looked at, or None at the end; `passed` counts the
     /// entries passed over before it.
     pub fn next(&mut self, passed: &mut u64) -> Result<Option<Entry>> {
-        if let Some(c) = &mut self.copied {
-            *passed += c.pass(&mut self.at, &mut self.starts);
+        loop {
+            let from = self.at;
+            // Copies first: they pass entries without reading their bytes.
+            if let Some(c) = &mut self.copied {
+                let copied = c.pass(&mut self.at, &mut self.starts);
+                *passed += copied;
+                if let Some(s) = self.same_path.as_mut().filter(|_| copied > 0) {
+                    s.seek(&self.data, self.at);
+                }
+            }
+            if let Some(s) = &mut self.same_path {
+                *passed += s.pass(&self.data, &mut self.at, &mut self.starts);
+            }
+            if self.at == from {
+                break;
+            }
         }
         let Some((entry, next)) = tree_entry_at(&self.id, &self.data, self.at)? else {
             return Ok(None);
         };
+        if let Some(s) = &mut self.same_path {
+            s.read(entry.name, entry.mode);
+        }
         let start = entry.name.as_ptr() as usize - self.data.as_ptr() as usize;
         let found = Entry {
             mode: entry.mode,
@@ -107,14 +140,23 @@ impl TreeCursor {
         Ok(Some(found))
     }
 
+    pub fn path(&self) -> Option<PathKey> {
+        self.path
+    }
+
     pub fn name(&self, entry: &Entry) -> &[u8] {
         &self.data[entry.name.clone()]
     }
 
-    /// The tree was walked to its end: its entry starts serve the trees that delta against it.
-    pub fn finish(self, walked: &mut WalkedTrees) {
+    /// The tree was walked to its end: it serves the trees that delta against it, and the
+    /// next one met at its path.
+    pub fn finish(self, walked: &mut WalkedTrees, paths: Option<&mut PathTrees>) {
+        let starts = Arc::new(self.starts);
         if let Some(link) = self.link {
-            walked.keep(link, self.starts, self.data.len());
+            walked.keep(link, starts.clone(), self.data.len());
+        }
+        if let (Some(path), Some(paths)) = (self.path, paths) {
+            paths.keep(path, self.data, starts);
         }
     }
 }

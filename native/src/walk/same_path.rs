@@ -1,0 +1,264 @@
+//! Tree entries the walk passes over unread because the tree walked last at the same path
+//! holds the very same entry. Every entry of a tree walked to its end names an object seen
+//! already (or a gitlink, which is never followed), so an entry whose bytes equal one of
+//! its entries needs no look-up. Exact whatever tree is compared with: an entry is passed
+//! only when its bytes (mode, name and id) are a whole entry of the walked tree. The path
+//! only picks the tree most likely to be alike: the same directory one commit later, which
+//! differs in an entry or two however the pack's deltas run (copied.rs needs the delta's
+//! base walked first, and misses the trees whose base is walked after them).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::pack::delta_chain::Object;
+use crate::pack::entry::RAWSZ;
+use crate::pack::lru::Lru;
+use crate::walk::objects::MODE_DIR;
+
+/// A path as the walk's key for it: a hash, child by child, from the root's.
+pub type PathKey = u64;
+
+pub const ROOT_PATH: PathKey = 0xcbf2_9ce4_8422_2325;
+
+pub fn child_path(parent: PathKey, name: &[u8]) -> PathKey {
+    let mut h = (parent ^ u64::from(b'/')).wrapping_mul(0x100_0000_01b3);
+    for &c in name {
+        h = (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+/// A tree walked to its end: its data and where each entry starts.
+#[derive(Clone)]
+struct Walked {
+    data: Object,
+    starts: Arc<Vec<u32>>,
+}
+
+/// The tree walked last at each path, the most recently used kept under a budget.
+pub struct PathTrees(Lru<PathKey, Walked>);
+
+const PATH_TREES_BUDGET: u64 = 32 << 20;
+
+impl Default for PathTrees {
+    fn default() -> Self {
+        PathTrees(Lru::new(PATH_TREES_BUDGET))
+    }
+}
+
+impl PathTrees {
+    pub fn keep(&mut self, path: PathKey, data: Object, starts: Arc<Vec<u32>>) {
+        let size = (data.len() + 4 * starts.len()) as u64;
+        self.0.insert(path, Walked { data, starts }, size);
+    }
+
+    /// What the tree walked last at `path` lets a tree met there pass.
+    pub fn at(&mut self, path: PathKey) -> Option<SamePath> {
+        let walked = self.0.get(&path)?.clone();
+        Some(SamePath { walked, next: 0 })
+    }
+}
+
+/// A tree being read beside the one walked last at its path: the next walked entry to
+/// compare with.
+pub struct SamePath {
+    walked: Walked,
+    next: usize,
+}
+
+impl SamePath {
+    fn entry(&self, k: usize) -> &[u8] {
+        let starts = &self.walked.starts;
+        let end = starts
+            .get(k + 1)
+            .map_or(self.walked.data.len(), |&e| e as usize);
+        &self.walked.data[starts[k] as usize..end]
+    }
+
+    /// Pass over the entries of `tree` at `at` that equal the walked tree's next ones,
+    /// recording their starts; returns how many were passed.
+    pub fn pass(&mut self, tree: &[u8], at: &mut usize, starts: &mut Vec<u32>) -> u64 {
+        let walked_starts = &self.walked.starts;
+        let Some(&from) = walked_starts.get(self.next) else {
+            return 0;
+        };
+        let from = from as usize;
+        // One comparison for the run of equal entries, not one for each.
+        let same = common_prefix(&tree[*at..], &self.walked.data[from..]);
+        let mut passed = 0;
+        while self.next < walked_starts.len() {
+            let end = walked_starts
+                .get(self.next + 1)
+                .map_or(self.walked.data.len(), |&e| e as usize);
+            if end - from > same {
+                break;
+            }
+            starts.push((*at + walked_starts[self.next] as usize - from) as u32);
+            self.next += 1;
+            passed += 1;
+        }
+        if passed > 0 {
+            let end = walked_starts
+                .get(self.next)
+                .map_or(self.walked.data.len(), |&e| e as usize);
+            *at += end - from;
+        }
+        passed
+    }
+
+    /// The entry `name` (`mode`) was read instead: the walked tree's entries that sort
+    /// before it, or bear its name, are behind.
+    pub fn read(&mut self, name: &[u8], mode: u32) {
+        self.next = self.first_after(name, mode & 0o170000 == MODE_DIR, Ordering::Equal);
+    }
+
+    /// The entries of `tree` before `at` were passed otherwise (copies of a delta's base):
+    /// compare from the walked entry that sorts where the entry at `at` does.
+    pub fn seek(&mut self, tree: &[u8], at: usize) {
+        let rest = &tree[at..];
+        let Some(sp) = rest.iter().position(|&c| c == b' ') else {
+            return;
+        };
+        let Some(nul) = rest[sp..].iter().position(|&c| c == 0) else {
+            return;
+        };
+        let dir = rest[..sp] == *b"40000";
+        self.next = self.first_after(&rest[sp + 1..sp + nul], dir, Ordering::Less);
+    }
+
+    /// The first walked entry from `next` on that sorts after `name` by more than `past`
+    /// (Equal: after it; Less: at it or after), by bisection.
+    fn first_after(&self, name: &[u8], dir: bool, past: Ordering) -> usize {
+        let mut lo = self.next;
+        let mut hi = self.walked.starts.len();
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let entry = self.entry(mid);
+            let Some(sp) = entry.iter().position(|&c| c == b' ') else {
+                return lo;
+            };
+            let walked_name = &entry[sp + 1..entry.len() - RAWSZ - 1];
+            let walked_dir = entry[..sp] == *b"40000";
+            if tree_order(walked_name, walked_dir, name, dir) > past {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+}
+
+/// How many bytes `a` and `b` share from their starts.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 32 <= n {
+        let x = u128::from_ne_bytes(a[i..i + 16].try_into().unwrap())
+            ^ u128::from_ne_bytes(b[i..i + 16].try_into().unwrap());
+        let y = u128::from_ne_bytes(a[i + 16..i + 32].try_into().unwrap())
+            ^ u128::from_ne_bytes(b[i + 16..i + 32].try_into().unwrap());
+        if (x | y) != 0 {
+            break;
+        }
+        i += 32;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// Git's order of tree entries (base_name_compare): by name, a directory's as if it ended
+/// in '/'. Equal names compare equal whatever the modes: one replaced the other.
+fn tree_order(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> Ordering {
+    if a == b {
+        return Ordering::Equal;
+    }
+    let n = a.len().min(b.len());
+    match a[..n].cmp(&b[..n]) {
+        Ordering::Equal => {}
+        other => return other,
+    }
+    let end = |s: &[u8], dir: bool| s.get(n).copied().unwrap_or(if dir { b'/' } else { 0 });
+    end(a, a_dir).cmp(&end(b, b_dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(mode: &str, name: &str, id: u8) -> Vec<u8> {
+        let mut e = format!("{mode} {name}\0").into_bytes();
+        e.extend([id; RAWSZ]);
+        e
+    }
+
+    fn walked(entries: &[Vec<u8>]) -> (Object, Arc<Vec<u32>>) {
+        let mut starts = Vec::new();
+        let mut data = Vec::new();
+        for e in entries {
+            starts.push(data.len() as u32);
+            data.extend(e);
+        }
+        (Arc::new(data), Arc::new(starts))
+    }
+
+    #[test]
+    fn equal_entries_are_passed_and_changed_ones_read() {
+        let (a, b, c, d) = (
+            entry("100644", "a", 1),
+            entry("40000", "b", 2),
+            entry("100644", "c", 3),
+            entry("100644", "d", 4),
+        );
+        let (data, starts) = walked(&[a.clone(), b.clone(), c.clone(), d.clone()]);
+        let mut trees = PathTrees::default();
+        let path = child_path(ROOT_PATH, b"src");
+        trees.keep(path, data, starts);
+        assert!(trees.at(child_path(ROOT_PATH, b"lib")).is_none());
+        // b changed, a new entry before d, c deleted.
+        let (b2, cc) = (entry("40000", "b", 9), entry("100644", "cc", 5));
+        let tree: Vec<u8> = [a.clone(), b2.clone(), cc.clone(), d.clone()].concat();
+        let mut same = trees.at(path).expect("walked at src");
+        let (mut at, mut out) = (0, Vec::new());
+        assert_eq!(same.pass(&tree, &mut at, &mut out), 1);
+        assert_eq!(at, a.len());
+        // The walk reads b itself, then cc.
+        same.read(b"b", MODE_DIR);
+        assert_eq!(same.pass(&tree, &mut at, &mut out), 0);
+        out.push(at as u32);
+        at += b2.len();
+        same.read(b"b", MODE_DIR);
+        assert_eq!(same.pass(&tree, &mut at, &mut out), 0);
+        out.push(at as u32);
+        at += cc.len();
+        same.read(b"cc", 0o100644);
+        assert_eq!(same.pass(&tree, &mut at, &mut out), 1);
+        assert_eq!(at, tree.len());
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn a_prefix_of_an_entry_is_not_passed() {
+        // Same mode and name, and an id that differs in its last byte only.
+        let (data, starts) = walked(&[entry("100644", "a", 1)]);
+        let mut other = entry("100644", "a", 1);
+        *other.last_mut().unwrap() = 2;
+        let mut same = SamePath {
+            walked: Walked { data, starts },
+            next: 0,
+        };
+        let (mut at, mut out) = (0, Vec::new());
+        assert_eq!(same.pass(&other, &mut at, &mut out), 0);
+        assert_eq!(at, 0);
+    }
+
+    #[test]
+    fn tree_order_puts_a_directory_after_its_name_with_a_dot() {
+        assert_eq!(tree_order(b"a", true, b"a.c", false), Ordering::Greater);
+        assert_eq!(tree_order(b"a", false, b"a.c", false), Ordering::Less);
+        assert_eq!(tree_order(b"a", false, b"a", true), Ordering::Equal);
+        assert_eq!(tree_order(b"b", false, b"a/x", false), Ordering::Greater);
+    }
+}
