@@ -109,7 +109,8 @@ def flag_of(param: str) -> str:
         for option in ctx.command.params:
             if option.name == param and isinstance(option, click.Option):
                 return max(option.opts, key=len)
-    return "--" + param.replace("_", "-")
+    # Git spells one index-pack option with its underscore.
+    return "--pack_header" if param == "pack_header" else "--" + param.replace("_", "-")
 
 
 def command_usage(ctx: Any) -> str:

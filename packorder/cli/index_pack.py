@@ -6,6 +6,7 @@ through click, 41.9 MiB without, docs/benchmarks.md), and some 30 ms of start-up
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -22,6 +23,12 @@ def _size(value: str) -> int:
         return size_argument(value)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _bytes(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"not a number of bytes: {value!r}")
+    return int(value)
 
 
 def _index_version(value: str) -> tuple[int, int | None]:
@@ -63,6 +70,21 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "--keep", metavar="MSG", help="write the pack's .keep file, with MSG in it if given (--keep or --keep=MSG)"
     )
     p.add_argument(
+        "--promisor", metavar="MSG", help="write the stored pack's .promisor, with MSG in it if given (--stdin)"
+    )
+    p.add_argument(
+        "--pack_header",
+        metavar="VERSION,OBJECTS",
+        help="the pack's header, read from standard input already by the caller (--stdin)",
+    )
+    p.add_argument("--max-input-size", type=_bytes, metavar="BYTES", help="fail a pack larger than BYTES (0: no limit)")
+    p.add_argument("--object-format", metavar="HASH", help="the hash of a pack file outside a repository (sha1)")
+    p.add_argument(
+        "--report-end-of-input",
+        action="store_true",
+        help="write a NUL byte to standard error once the whole pack is read",
+    )
+    p.add_argument(
         "--verify", action="store_true", help="check that the existing index matches the pack; write nothing"
     )
     p.add_argument(
@@ -97,7 +119,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
 
 def main(argv: list[str], prog: str = "packorder index-pack") -> None:
     # Git's spelling: a bare --keep takes no message (`--keep PACK` must not eat the pack).
-    argv = ["--keep=" if a == "--keep" else a for a in argv]
+    argv = [f"{a}=" if a in ("--keep", "--promisor") else a for a in argv]
     stop_on_termination()
     parse = parser(prog)
     args = parse.parse_args(argv)
@@ -125,6 +147,11 @@ def _run(args: argparse.Namespace) -> None:
             fix_thin=args.fix_thin,
             verify=args.verify,
             keep=(True if args.keep == "" else args.keep) if args.keep is not None else None,
+            promisor=(True if args.promisor == "" else args.promisor) if args.promisor is not None else None,
+            pack_header=args.pack_header,
+            max_input_size=args.max_input_size or None,
+            object_format=args.object_format,
+            on_end_of_input=(lambda: os.write(2, b"\0")) if args.report_end_of_input else None,
             threads=args.threads,
             max_memory=args.max_memory,
             detect_collisions=not args.no_collision_detection,

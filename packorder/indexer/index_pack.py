@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import shutil
+import struct
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +26,7 @@ from packorder.format.pack import RAWSZ, TYPE_CODES
 from packorder.native_call import CHECKSUM, INDEXING, RESOLVING, run_job
 from packorder.progress import ProgressCallback
 from packorder.settings import compression_level, delta_base_cache_limit, peak_rss, physical_memory, thread_count
+from packorder.units import git_humanise_bytes
 
 PHASE_TITLES = {INDEXING: "Indexing objects", RESOLVING: "Resolving deltas", CHECKSUM: "Checksumming"}
 
@@ -255,14 +256,37 @@ def _cleanup_on_error(paths: list[Path]) -> Iterator[None]:
         raise
 
 
-def _receive(stream: BinaryIO, pack_dir: Path) -> Path:
-    """Copy a pack from `stream` to a temporary file in `pack_dir`."""
+def _too_large(limit: int) -> PackError:
+    return PackError(f"pack exceeds maximum allowed size ({git_humanise_bytes(limit)})")
+
+
+def _pack_header(value: str) -> bytes:
+    """The 12 bytes of `--pack_header=VERSION,OBJECTS` (a caller that read them already, as
+    receive-pack and fetch-pack do), parsed as Git parses it."""
+    version, comma, count = value.partition(",")
+    if not comma or not version.isdigit() or not count.isdigit():
+        raise UsageError(f"bad --pack_header: {value}")
+    try:
+        return b"PACK" + struct.pack(">II", int(version), int(count))
+    except struct.error:
+        raise UsageError(f"bad --pack_header: {value}") from None
+
+
+def _receive(stream: BinaryIO, pack_dir: Path, header: bytes = b"", limit: int | None = None) -> Path:
+    """Copy a pack from `stream` (after `header`, read by the caller) to a temporary file in
+    `pack_dir`; past `limit` bytes, stop and fail as Git does."""
     pack_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="tmp_pack_", dir=pack_dir)
     path = Path(tmp)
     try:
         with os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(stream, out, 1 << 20)
+            out.write(header)
+            received = len(header)
+            while chunk := stream.read(1 << 20):
+                received += len(chunk)
+                if limit and received > limit:
+                    raise _too_large(limit)
+                out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
     except BaseException:
@@ -284,6 +308,11 @@ def index_pack(
     fix_thin: bool = False,
     verify: bool = False,
     keep: str | bool | None = None,
+    promisor: str | bool | None = None,
+    pack_header: str | None = None,
+    max_input_size: int | None = None,
+    object_format: str | None = None,
+    on_end_of_input: Callable[[], None] | None = None,
     threads: int | None = None,
     max_memory: int | None = None,
     detect_collisions: bool = True,
@@ -294,6 +323,11 @@ def index_pack(
     Either `pack` names a pack file, or `stdin` is a binary stream carrying one, which is
     stored in the repository's objects/pack (like `git index-pack --stdin`). Raises a
     PackError subclass on bad input; nothing is left behind then.
+
+    As Git's options: `promisor` writes the stored pack's .promisor (with its message);
+    `pack_header` is the header the caller read from `stdin` already ("2,OBJECTS");
+    `max_input_size` fails a larger pack; `object_format` names the hash of a pack file
+    outside a repository; `on_end_of_input` is called once the whole pack is read.
     """
     started = time.perf_counter()
     if (pack is None) == (stdin is None):
@@ -302,6 +336,19 @@ def index_pack(
         raise UsageError("{fix_thin} requires {stdin}", params=("fix_thin", "stdin"))
     if verify and stdin is not None:
         raise UsageError("{verify} cannot be used with {stdin}", params=("verify", "stdin"))
+    # Git dies (128) on these, rather than showing its usage.
+    if promisor is not None and stdin is None:
+        raise PackError("--promisor cannot be used with a pack name")
+    if pack_header is not None and stdin is None:
+        raise UsageError("{pack_header} requires {stdin}", params=("pack_header", "stdin"))
+    header = _pack_header(pack_header) if pack_header is not None else b""
+    if object_format is not None:
+        if object_format not in ("sha1", "sha256"):
+            raise PackError(f"unknown hash algorithm '{object_format}'")
+        if stdin is not None:
+            raise PackError("options '--object-format' and '--stdin' cannot be used together")
+        if object_format != "sha1":
+            raise PackError(f"--object-format={object_format}: packorder indexes SHA-1 packs only")
 
     git_dir: Path | None = None
     if stdin is not None or repo is not None:
@@ -314,12 +361,14 @@ def index_pack(
     received: Path | None = None
     if stdin is not None:
         assert git_dir is not None
-        received = _receive(stdin, git_dir / "objects" / "pack")
+        received = _receive(stdin, git_dir / "objects" / "pack", header, max_input_size)
         pack_path = received
     else:
         pack_path = Path(pack)  # type: ignore[arg-type]
         if not pack_path.is_file():
             raise PackError(f"cannot open packfile '{pack_path}': no such file")
+        if max_input_size and pack_path.stat().st_size > max_input_size:
+            raise _too_large(max_input_size)
 
     temporaries = [received] if received else []
     with _cleanup_on_error(temporaries):
@@ -341,6 +390,8 @@ def index_pack(
 
         run = _Run(pack_path, settings, writable=fix_thin, detect=detect_collisions, progress=progress)
         run.call("scan", run.native.scan)
+        if on_end_of_input is not None:
+            on_end_of_input()
         run.call("resolve", run.native.resolve)
         appended = 0
         if fix_thin and run.native.unresolved_offsets():
@@ -363,9 +414,13 @@ def index_pack(
             assert git_dir is not None
             final = received.parent / f"pack-{checksum.hex()}.pack"
             idx_path = final.with_suffix(".idx")
-            if keep:
-                keep_path = _write_keep(final.with_suffix(".keep"), keep)
-                temporaries.append(keep_path)
+            # Written before the pack is in place, as Git does, so no repack removes it first;
+            # a .keep there already is not ours (Git then reports "pack", not "keep").
+            for suffix, message in ((".keep", keep), (".promisor", promisor)):
+                special = final.with_suffix(suffix)
+                if message is not None and message is not False and _write_special(special, message):
+                    temporaries.append(special)
+                    keep_path = special if suffix == ".keep" else keep_path
             if final.exists():
                 received.unlink()
             else:
@@ -376,7 +431,8 @@ def index_pack(
 
         if keep and received is None and not verify:
             # As Git: the .keep of a pack file is named after the pack (a --verify writes none).
-            keep_path = _write_keep(_derive(pack_path, "pack", "keep"), keep)
+            keep_path = _derive(pack_path, "pack", "keep")
+            _write_special(keep_path, keep)
         rev_path = _derive(idx_path, "idx", "rev") if settings.write_rev else None
         if verify:
             _verify_same(idx_path, write_idx, "index")
@@ -411,13 +467,14 @@ def index_pack(
     )
 
 
-def _write_keep(path: Path, keep: str | bool) -> Path:
-    """A .keep file holding `keep`'s message (none for a bare --keep); one already there is
-    left as it is, as Git leaves it."""
-    if not path.exists():
-        message = "" if keep is True else f"{keep}\n"
-        write_atomically(path, lambda f: f.write(message.encode()), 0o644)
-    return path
+def _write_special(path: Path, message: str | bool) -> bool:
+    """A .keep or .promisor file holding `message` (none for a bare --keep or --promisor);
+    whether it was written: one already there is left as it is, as Git leaves it."""
+    if path.exists():
+        return False
+    text = f"{message}\n" if message and message is not True else ""
+    write_atomically(path, lambda f: f.write(text.encode()), 0o644)
+    return True
 
 
 def _verify_same(path: Path, write: Writer, what: str) -> None:
