@@ -16,7 +16,9 @@ from packorder.units import git_humanise_bytes
 
 
 def git_run(*args: str, input: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], input=input, capture_output=True, cwd=cwd, env=git_env())
+    # Progress at once (as t5302 asks it), not after Git's two seconds.
+    env = {**git_env(), "GIT_PROGRESS_DELAY": "0"}
+    return subprocess.run(["git", *args], input=input, capture_output=True, cwd=cwd, env=env)
 
 
 def both(tmp_path: Path, *args: str, input: bytes) -> tuple[subprocess.CompletedProcess, Path, Path, Path]:
@@ -167,3 +169,19 @@ def test_a_push_and_a_fetch_index_with_packorder_as_with_git(history: Repo, tmp_
     # receive-pack's and fetch-pack's own options, header already read, both through us.
     assert len(calls) == 2 and all("--stdin" in c and "--pack_header=2," in c for c in calls), calls
     assert "--report-end-of-input" in calls[0] and "--fix-thin" in calls[1]
+
+
+@pytest.mark.parametrize("title", [None, "Fetching objects"])
+def test_progress_titles_as_git_shows_them(packs: dict[str, Path], tmp_path: Path, title: str | None) -> None:
+    args = ["index-pack", "-v", "--stdin", *(["--progress-title", title] if title else [])]
+    ours, theirs = bare_repo(tmp_path / "ours.git"), bare_repo(tmp_path / "theirs.git")
+    data = packs["ofs"].read_bytes()
+    mine = run_cli(*args, "--repo", str(ours), input=data)
+    git = git_run("-C", str(theirs), *args, input=data)
+    assert mine.returncode == git.returncode == 0, mine.stderr
+
+    def titles(err: bytes) -> list[str]:
+        lines = err.decode().replace("\r", "\n").splitlines()
+        return list(dict.fromkeys(line.split(":")[0] for line in lines if "%" in line))
+
+    assert titles(mine.stderr) == titles(git.stderr) == [title or "Receiving objects", "Resolving deltas"]

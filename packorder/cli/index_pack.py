@@ -84,6 +84,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
         action="store_true",
         help="write a NUL byte to standard error once the whole pack is read",
     )
+    p.add_argument("--progress-title", metavar="TITLE", help="the title of the first phase's progress")
     p.add_argument(
         "--verify", action="store_true", help="check that the existing index matches the pack; write nothing"
     )
@@ -152,6 +153,7 @@ def _run(args: argparse.Namespace) -> None:
             max_input_size=args.max_input_size or None,
             object_format=args.object_format,
             on_end_of_input=(lambda: os.write(2, b"\0")) if args.report_end_of_input else None,
+            progress_title=args.progress_title,
             threads=args.threads,
             max_memory=args.max_memory,
             detect_collisions=not args.no_collision_detection,

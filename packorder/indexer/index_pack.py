@@ -100,18 +100,25 @@ class _Run:
     """One indexer handle plus the polling of its progress."""
 
     def __init__(
-        self, path: Path, settings: _Settings, writable: bool, detect: bool, progress: ProgressCallback | None
+        self,
+        path: Path,
+        settings: _Settings,
+        writable: bool,
+        detect: bool,
+        progress: ProgressCallback | None,
+        first_title: str = PHASE_TITLES[INDEXING],
     ):
         self.native = _native.PackIndexer(
             str(path), settings.threads, settings.budget, physical_memory(), detect, writable
         )
         self.path = path
         self.progress = progress
+        self.titles = {**PHASE_TITLES, INDEXING: first_title}
         self.seconds: dict[str, float] = {}
 
     def call(self, name: str, fn, *args):
         start = time.perf_counter()
-        out = run_job(self.native, lambda: fn(*args), title=PHASE_TITLES, path=self.path, progress=self.progress)
+        out = run_job(self.native, lambda: fn(*args), title=self.titles, path=self.path, progress=self.progress)
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
         return out
 
@@ -313,6 +320,7 @@ def index_pack(
     max_input_size: int | None = None,
     object_format: str | None = None,
     on_end_of_input: Callable[[], None] | None = None,
+    progress_title: str | None = None,
     threads: int | None = None,
     max_memory: int | None = None,
     detect_collisions: bool = True,
@@ -327,7 +335,8 @@ def index_pack(
     As Git's options: `promisor` writes the stored pack's .promisor (with its message);
     `pack_header` is the header the caller read from `stdin` already ("2,OBJECTS");
     `max_input_size` fails a larger pack; `object_format` names the hash of a pack file
-    outside a repository; `on_end_of_input` is called once the whole pack is read.
+    outside a repository; `on_end_of_input` is called once the whole pack is read;
+    `progress_title` replaces the first phase's title ("Receiving objects" from `stdin`).
     """
     started = time.perf_counter()
     if (pack is None) == (stdin is None):
@@ -388,7 +397,11 @@ def index_pack(
             settings.index_version = existing.version
             anomalies = existing.large_small_offsets
 
-        run = _Run(pack_path, settings, writable=fix_thin, detect=detect_collisions, progress=progress)
+        # Git's titles: what fetch-pack and receive-pack show their users while a pack arrives.
+        first = progress_title or ("Receiving objects" if stdin is not None else PHASE_TITLES[INDEXING])
+        run = _Run(
+            pack_path, settings, writable=fix_thin, detect=detect_collisions, progress=progress, first_title=first
+        )
         run.call("scan", run.native.scan)
         if on_end_of_input is not None:
             on_end_of_input()
