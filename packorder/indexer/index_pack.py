@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import struct
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,10 +21,10 @@ from packorder.errors import CorruptPackError, PackError, RepositoryError, Usage
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.pack import RAWSZ, TYPE_CODES
+from packorder.indexer import receive
 from packorder.native_call import CHECKSUM, INDEXING, RESOLVING, run_job
 from packorder.progress import ProgressCallback
 from packorder.settings import compression_level, delta_base_cache_limit, peak_rss, physical_memory, thread_count
-from packorder.units import git_humanise_bytes
 
 PHASE_TITLES = {INDEXING: "Indexing objects", RESOLVING: "Resolving deltas", CHECKSUM: "Checksumming"}
 
@@ -263,46 +261,6 @@ def _cleanup_on_error(paths: list[Path]) -> Iterator[None]:
         raise
 
 
-def _too_large(limit: int) -> PackError:
-    return PackError(f"pack exceeds maximum allowed size ({git_humanise_bytes(limit)})")
-
-
-def _pack_header(value: str) -> bytes:
-    """The 12 bytes of `--pack_header=VERSION,OBJECTS` (a caller that read them already, as
-    receive-pack and fetch-pack do), parsed as Git parses it."""
-    version, comma, count = value.partition(",")
-    if not comma or not version.isdigit() or not count.isdigit():
-        raise UsageError(f"bad --pack_header: {value}")
-    try:
-        return b"PACK" + struct.pack(">II", int(version), int(count))
-    except struct.error:
-        raise UsageError(f"bad --pack_header: {value}") from None
-
-
-def _receive(stream: BinaryIO, pack_dir: Path, header: bytes = b"", limit: int | None = None) -> Path:
-    """Copy a pack from `stream` (after `header`, read by the caller) to a temporary file in
-    `pack_dir`; past `limit` bytes, stop and fail as Git does."""
-    pack_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="tmp_pack_", dir=pack_dir)
-    path = Path(tmp)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(header)
-            received = len(header)
-            while chunk := stream.read(1 << 20):
-                received += len(chunk)
-                if limit and received > limit:
-                    raise _too_large(limit)
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            path.unlink()
-        raise
-    return path
-
-
 def index_pack(
     pack: str | os.PathLike[str] | None = None,
     *,
@@ -350,7 +308,7 @@ def index_pack(
         raise PackError("--promisor cannot be used with a pack name")
     if pack_header is not None and stdin is None:
         raise UsageError("{pack_header} requires {stdin}", params=("pack_header", "stdin"))
-    header = _pack_header(pack_header) if pack_header is not None else b""
+    header = receive.pack_header(pack_header) if pack_header is not None else b""
     if object_format is not None:
         if object_format not in ("sha1", "sha256"):
             raise PackError(f"unknown hash algorithm '{object_format}'")
@@ -370,14 +328,14 @@ def index_pack(
     received: Path | None = None
     if stdin is not None:
         assert git_dir is not None
-        received = _receive(stdin, git_dir / "objects" / "pack", header, max_input_size)
+        received = receive.receive(stdin, git_dir / "objects" / "pack", header, max_input_size)
         pack_path = received
     else:
         pack_path = Path(pack)  # type: ignore[arg-type]
         if not pack_path.is_file():
             raise PackError(f"cannot open packfile '{pack_path}': no such file")
         if max_input_size and pack_path.stat().st_size > max_input_size:
-            raise _too_large(max_input_size)
+            raise receive.too_large(max_input_size)
 
     temporaries = [received] if received else []
     with _cleanup_on_error(temporaries):
