@@ -31,6 +31,11 @@ def _bytes(value: str) -> int:
     return int(value)
 
 
+def _message(value: str | None) -> str | bool | None:
+    """--keep / --promisor: absent, bare (True) or with its message."""
+    return True if value == "" else value
+
+
 def _index_version(value: str) -> tuple[int, int | None]:
     version, _, limit = value.partition(",")
     try:
@@ -147,8 +152,8 @@ def _run(args: argparse.Namespace) -> None:
             rev_index=args.rev_index,
             fix_thin=args.fix_thin,
             verify=args.verify,
-            keep=(True if args.keep == "" else args.keep) if args.keep is not None else None,
-            promisor=(True if args.promisor == "" else args.promisor) if args.promisor is not None else None,
+            keep=_message(args.keep),
+            promisor=_message(args.promisor),
             pack_header=args.pack_header,
             max_input_size=args.max_input_size or None,
             object_format=args.object_format,

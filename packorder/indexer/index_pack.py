@@ -387,11 +387,12 @@ def index_pack(
             idx_path = final.with_suffix(".idx")
             # Written before the pack is in place, as Git does, so no repack removes it first;
             # a .keep there already is not ours (Git then reports "pack", not "keep").
-            for suffix, message in ((".keep", keep), (".promisor", promisor)):
-                special = final.with_suffix(suffix)
-                if message is not None and message is not False and _write_special(special, message):
-                    temporaries.append(special)
-                    keep_path = special if suffix == ".keep" else keep_path
+            if keep and _write_special(final.with_suffix(".keep"), keep):
+                keep_path = final.with_suffix(".keep")
+                temporaries.append(keep_path)
+            promisor_file = final.with_suffix(".promisor")
+            if promisor not in (None, False) and _write_special(promisor_file, promisor):
+                temporaries.append(promisor_file)
             if final.exists():
                 received.unlink()
             else:

@@ -11,7 +11,6 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::pack::delta_chain::Object;
-use crate::pack::entry::RAWSZ;
 use crate::pack::lru::Lru;
 use crate::walk::objects::MODE_DIR;
 
@@ -67,43 +66,35 @@ pub struct SamePath {
 }
 
 impl SamePath {
-    fn entry(&self, k: usize) -> &[u8] {
-        let starts = &self.walked.starts;
-        let end = starts
+    fn start(&self, k: usize) -> usize {
+        self.walked.starts[k] as usize
+    }
+
+    fn end(&self, k: usize) -> usize {
+        self.walked
+            .starts
             .get(k + 1)
-            .map_or(self.walked.data.len(), |&e| e as usize);
-        &self.walked.data[starts[k] as usize..end]
+            .map_or(self.walked.data.len(), |&e| e as usize)
     }
 
     /// Pass over the entries of `tree` at `at` that equal the walked tree's next ones,
     /// recording their starts; returns how many were passed.
     pub fn pass(&mut self, tree: &[u8], at: &mut usize, starts: &mut Vec<u32>) -> u64 {
-        let walked_starts = &self.walked.starts;
-        let Some(&from) = walked_starts.get(self.next) else {
+        let first = self.next;
+        if first >= self.walked.starts.len() {
             return 0;
-        };
-        let from = from as usize;
+        }
+        let from = self.start(first);
         // One comparison for the run of equal entries, not one for each.
         let same = common_prefix(&tree[*at..], &self.walked.data[from..]);
-        let mut passed = 0;
-        while self.next < walked_starts.len() {
-            let end = walked_starts
-                .get(self.next + 1)
-                .map_or(self.walked.data.len(), |&e| e as usize);
-            if end - from > same {
-                break;
-            }
-            starts.push((*at + walked_starts[self.next] as usize - from) as u32);
+        while self.next < self.walked.starts.len() && self.end(self.next) - from <= same {
+            starts.push((*at + self.start(self.next) - from) as u32);
             self.next += 1;
-            passed += 1;
         }
-        if passed > 0 {
-            let end = walked_starts
-                .get(self.next)
-                .map_or(self.walked.data.len(), |&e| e as usize);
-            *at += end - from;
+        if self.next > first {
+            *at += self.end(self.next - 1) - from;
         }
-        passed
+        (self.next - first) as u64
     }
 
     /// The entry `name` (`mode`) was read instead: the walked tree's entries that sort
@@ -115,15 +106,9 @@ impl SamePath {
     /// The entries of `tree` before `at` were passed otherwise (copies of a delta's base):
     /// compare from the walked entry that sorts where the entry at `at` does.
     pub fn seek(&mut self, tree: &[u8], at: usize) {
-        let rest = &tree[at..];
-        let Some(sp) = rest.iter().position(|&c| c == b' ') else {
-            return;
-        };
-        let Some(nul) = rest[sp..].iter().position(|&c| c == 0) else {
-            return;
-        };
-        let dir = rest[..sp] == *b"40000";
-        self.next = self.first_after(&rest[sp + 1..sp + nul], dir, Ordering::Less);
+        if let Some((name, dir)) = name_of(&tree[at..]) {
+            self.next = self.first_after(name, dir, Ordering::Less);
+        }
     }
 
     /// The first walked entry from `next` on that sorts after `name` by more than `past`
@@ -133,12 +118,11 @@ impl SamePath {
         let mut hi = self.walked.starts.len();
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let entry = self.entry(mid);
-            let Some(sp) = entry.iter().position(|&c| c == b' ') else {
+            let Some((walked_name, walked_dir)) =
+                name_of(&self.walked.data[self.start(mid)..self.end(mid)])
+            else {
                 return lo;
             };
-            let walked_name = &entry[sp + 1..entry.len() - RAWSZ - 1];
-            let walked_dir = entry[..sp] == *b"40000";
             if tree_order(walked_name, walked_dir, name, dir) > past {
                 hi = mid;
             } else {
@@ -147,6 +131,14 @@ impl SamePath {
         }
         lo
     }
+}
+
+/// The name of the tree entry `entry` starts with, and whether it is a directory's; a
+/// quick parse (no mode check): a wrong answer costs only a look-up, never a wrong pass.
+fn name_of(entry: &[u8]) -> Option<(&[u8], bool)> {
+    let sp = entry.iter().position(|&c| c == b' ')?;
+    let nul = sp + entry[sp..].iter().position(|&c| c == 0)?;
+    Some((&entry[sp + 1..nul], entry[..sp] == *b"40000"))
 }
 
 /// How many bytes `a` and `b` share from their starts.
@@ -187,6 +179,7 @@ fn tree_order(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pack::entry::RAWSZ;
 
     fn entry(mode: &str, name: &str, id: u8) -> Vec<u8> {
         let mut e = format!("{mode} {name}\0").into_bytes();
