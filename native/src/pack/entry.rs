@@ -51,6 +51,17 @@ pub fn type_name(kind: u8) -> &'static str {
     }
 }
 
+/// The object type a name stands for (in a tag's `type` line): commit, tree, blob or tag.
+pub fn type_named(name: &[u8]) -> Option<u8> {
+    match name {
+        b"commit" => Some(OBJ_COMMIT),
+        b"tree" => Some(OBJ_TREE),
+        b"blob" => Some(OBJ_BLOB),
+        b"tag" => Some(OBJ_TAG),
+        _ => None,
+    }
+}
+
 /// Parse the header of the entry at `offset`, whose bytes start at `buf[0]`.
 /// Returns `Ok(None)` when `buf` ends before the header does (the caller reads more, or, at the
 /// end of the pack, reports truncation).

@@ -88,13 +88,22 @@ pub fn hex(id: &[u8]) -> String {
 
 /// The object id written as 40 lowercase hex digits (as Git prints them), if `text` is one.
 pub fn parse_hex(text: &[u8]) -> Option<ObjectId> {
-    fn digit(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            _ => None,
-        }
-    }
+    parse_hex_digits(text, false)
+}
+
+/// The object id written as 40 hex digits of either case, as Git's object parsers read them
+/// (`get_oid_hex`).
+pub fn parse_hex_any_case(text: &[u8]) -> Option<ObjectId> {
+    parse_hex_digits(text, true)
+}
+
+fn parse_hex_digits(text: &[u8], upper: bool) -> Option<ObjectId> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' if upper => Some(c - b'A' + 10),
+        _ => None,
+    };
     if text.len() != 2 * RAWSZ {
         return None;
     }

@@ -2,7 +2,7 @@
 //! (commit.c's parse_commit_buffer and parse_commit_date, tree-walk.c, tag.c).
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE, RAWSZ};
+use crate::pack::entry::{type_named, ObjectId, RAWSZ};
 use crate::pack::hash::{hex, parse_hex};
 
 pub struct Commit {
@@ -161,13 +161,7 @@ pub fn parse_tag(id: &ObjectId, data: &[u8]) -> Result<Tag> {
         Some((r[key.len()..nl].to_vec(), nl + 1))
     };
     let (kind_name, used) = line(rest, b"type ").ok_or_else(|| bad(id, "bad tag"))?;
-    let kind = match &kind_name[..] {
-        b"commit" => OBJ_COMMIT,
-        b"tree" => OBJ_TREE,
-        b"blob" => OBJ_BLOB,
-        b"tag" => OBJ_TAG,
-        _ => return Err(bad(id, "unknown type in tag")),
-    };
+    let kind = type_named(&kind_name).ok_or_else(|| bad(id, "unknown type in tag"))?;
     let name = line(&rest[used..], b"tag ")
         .map(|(n, _)| n)
         .unwrap_or_default();
