@@ -3,6 +3,7 @@
 
 pub mod bitmap;
 pub mod error;
+pub mod fsck;
 pub mod index;
 pub mod pack;
 pub mod progress;
@@ -83,6 +84,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(python::write::find_hits, m)?)?;
     m.add_function(wrap_pyfunction!(python::format::object_id, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
+    m.add_function(wrap_pyfunction!(python::fsck::fsck_messages, m)?)?;
     m.add_function(wrap_pyfunction!(python::format::read_entry_headers, m)?)?;
     m.add_function(wrap_pyfunction!(python::format::range_crcs, m)?)?;
     m.add_function(wrap_pyfunction!(python::orders::add_families, m)?)?;

@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use crate::error::{PackError, Result};
+use crate::fsck::{Checker, Seen};
 use crate::index::retain::{Base, Gate, KeptBases, Ticket};
 use crate::index::table::{ref_children, Table};
 use crate::pack::delta::{apply_delta_into, delta_sizes};
@@ -36,6 +37,7 @@ use crate::pack::source::PackFile;
 use crate::progress::Progress;
 
 mod read;
+pub(crate) use read::inflate_entry;
 use read::{release_if_large, DELTA_BUF, RESULT_BUF};
 
 pub struct ResolveOptions {
@@ -48,6 +50,8 @@ pub struct ResolveOptions {
     /// Objects at least this large are resolved one at a time (see the module comment).
     pub big_threshold: u64,
     pub detect_collisions: bool,
+    /// Record each delta's base entry (Table::shape), for --verify-stat.
+    pub shape: bool,
 }
 
 #[derive(Default, Debug, Clone, Copy)]
@@ -104,6 +108,7 @@ struct Resolver<'a> {
     table: &'a Table,
     oids: Disjoint<ObjectId>,
     real_kinds: Disjoint<u8>,
+    shape: Option<Disjoint<u32>>,
     claimed: Vec<AtomicBool>,
     child_start: &'a [u32],
     child_list: &'a [u32],
@@ -119,6 +124,7 @@ struct Resolver<'a> {
     resolved: AtomicU64,
     trace: Option<Mutex<Vec<u64>>>,
     gate: Gate,
+    check: Option<&'a Checker>,
 }
 
 impl<'a> Resolver<'a> {
@@ -130,8 +136,11 @@ impl<'a> Resolver<'a> {
         self.failed.store(true, Ordering::Relaxed);
     }
 
+    /// Failed, cancelled, or an object failed Git's checks (Git dies at the first).
     fn stopped(&self) -> bool {
-        self.failed.load(Ordering::Relaxed) || self.progress.cancelled.load(Ordering::Relaxed)
+        self.failed.load(Ordering::Relaxed)
+            || self.progress.cancelled.load(Ordering::Relaxed)
+            || self.check.is_some_and(|c| c.failed())
     }
 
     /// Claim the unresolved children of entry `i` (whose id is `id`): REF children first,
@@ -188,10 +197,19 @@ impl<'a> Resolver<'a> {
                 apply_delta_into(&base_data, &db, offset, self.opts.object_limit, &mut rb)?;
                 drop(base_data);
                 release_if_large(&mut db);
-                Ok((
-                    object_id(base.kind, &rb, self.opts.detect_collisions, offset)?,
-                    big,
-                ))
+                let id = object_id(base.kind, &rb, self.opts.detect_collisions, offset)?;
+                if let Some(c) = self.check {
+                    c.check(
+                        Seen {
+                            delta: true,
+                            offset,
+                        },
+                        base.kind,
+                        &id,
+                        &rb,
+                    );
+                }
+                Ok((id, big))
             })
         })
     }
@@ -219,6 +237,9 @@ impl<'a> Resolver<'a> {
         };
         self.oids.set(ci, id);
         self.real_kinds.set(ci, base.kind);
+        if let Some(shape) = &self.shape {
+            shape.set(ci, base.entry);
+        }
         self.resolved.fetch_add(1, Ordering::Relaxed);
         self.progress.add(1);
         let children = self.claim_children(ci, &id);
@@ -368,7 +389,7 @@ impl Forest {
 }
 
 /// Resolve every delta reachable from `roots` (whole objects whose ids are known). With
-/// `opts.trace`, the offsets read are appended to `trace`.
+/// `opts.trace`, the offsets read are appended to `trace`; `check` sees every object made.
 #[allow(clippy::too_many_arguments)]
 pub fn resolve(
     pack: &PackFile,
@@ -379,9 +400,14 @@ pub fn resolve(
     progress: &Progress,
     pool: &rayon::ThreadPool,
     trace: &mut Vec<u64>,
+    check: Option<&Checker>,
 ) -> Result<ResolveStats> {
     let mut oids = std::mem::take(&mut table.oids);
     let mut real_kinds = std::mem::take(&mut table.real_kinds);
+    let mut shape = std::mem::take(&mut table.shape);
+    if opts.shape {
+        shape.resize(table.len(), u32::MAX);
+    }
     let claimed: Vec<AtomicBool> = forest.claimed.iter().map(|&c| AtomicBool::new(c)).collect();
     let outcome = {
         let r = Resolver {
@@ -389,6 +415,7 @@ pub fn resolve(
             table,
             oids: Disjoint::new(&mut oids),
             real_kinds: Disjoint::new(&mut real_kinds),
+            shape: opts.shape.then(|| Disjoint::new(&mut shape)),
             claimed,
             child_start: &forest.child_start,
             child_list: &forest.child_list,
@@ -404,6 +431,7 @@ pub fn resolve(
             resolved: AtomicU64::new(0),
             trace: opts.trace.then(|| Mutex::new(Vec::new())),
             gate: Gate::new(),
+            check,
         };
         pool.install(|| {
             roots
@@ -433,6 +461,7 @@ pub fn resolve(
     };
     table.oids = oids;
     table.real_kinds = real_kinds;
+    table.shape = shape;
     progress.check_cancelled()?;
     outcome
 }

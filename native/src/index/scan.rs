@@ -9,6 +9,7 @@
 //! chains meet, or re-parse sequentially if they never do).
 
 use crate::error::{PackError, Result};
+use crate::fsck::Checker;
 pub use crate::index::scanner::WHOLE_LIMIT;
 use crate::index::scanner::{Scanner, SYNC_SPAN};
 use crate::index::table::Table;
@@ -48,13 +49,15 @@ pub fn read_header(pack: &PackFile) -> Result<PackHeader> {
     Ok(PackHeader { version, count })
 }
 
-pub struct ScanOptions {
+pub struct ScanOptions<'a> {
     pub threads: usize,
     pub detect_collisions: bool,
     /// Packs smaller than this are scanned by one thread (splitting costs a boundary search).
     pub split_min_bytes: u64,
     /// Entries inflating to more than this are streamed rather than inflated whole.
     pub whole_limit: u64,
+    /// Git's object checks, run on each whole object as it is hashed.
+    pub check: Option<&'a Checker>,
 }
 
 pub const DEFAULT_SPLIT_MIN_BYTES: u64 = 4 * SYNC_SPAN;
@@ -81,7 +84,7 @@ fn scan_region(
     opts: &ScanOptions,
     progress: &Progress,
 ) -> Region {
-    let mut scanner = Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit);
+    let mut scanner = Scanner::new(pack, limit, opts);
     let mut table = Table::default();
     // Sized up front: growing by reallocation leaves the old blocks behind as heap fragments.
     table.reserve(expected);
@@ -140,10 +143,7 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
             let handles: Vec<_> = (1..threads)
                 .map(|i| {
                     let from = PACK_HEADER_LEN + span / threads as u64 * i as u64;
-                    s.spawn(move || {
-                        Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit)
-                            .find_boundary(from)
-                    })
+                    s.spawn(move || Scanner::new(pack, limit, opts).find_boundary(from))
                 })
                 .collect();
             handles
@@ -282,9 +282,7 @@ fn stitch(
                 break None;
             }
             // The chains have not met: continue sequentially from `cur`.
-            let sc = scanner.get_or_insert_with(|| {
-                Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit)
-            });
+            let sc = scanner.get_or_insert_with(|| Scanner::new(pack, limit, opts));
             cur = sc.entry(cur, &mut table)?;
             if table.len() as u64 >= count {
                 break None;
@@ -302,9 +300,7 @@ fn stitch(
     }
     // A region may have stopped at its split point without reaching the pack's end.
     while (table.len() as u64) < count && cur < limit {
-        let sc = scanner.get_or_insert_with(|| {
-            Scanner::new(pack, limit, opts.detect_collisions, opts.whole_limit)
-        });
+        let sc = scanner.get_or_insert_with(|| Scanner::new(pack, limit, opts));
         cur = sc.entry(cur, &mut table)?;
     }
     Ok((table, cur))

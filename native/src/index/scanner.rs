@@ -3,8 +3,12 @@
 //! and recognising an entry boundary at a guessed offset, for the parallel first pass.
 
 use crate::error::{PackError, Result};
+use crate::fsck::{Checker, Seen};
+use crate::index::scan::ScanOptions;
 use crate::index::table::Table;
-use crate::pack::entry::{is_delta, parse_header, BaseRef, EntryHeader, MAX_HEADER_LEN, RAWSZ};
+use crate::pack::entry::{
+    is_delta, parse_header, BaseRef, EntryHeader, MAX_HEADER_LEN, OBJ_BLOB, RAWSZ,
+};
 use crate::pack::hash::ObjectHasher;
 use crate::pack::inflate::{looks_like_zlib, Inflater};
 use crate::pack::source::{PackFile, Window};
@@ -40,24 +44,21 @@ pub(crate) struct Scanner<'a> {
     scratch: Vec<u8>,
     detect_collisions: bool,
     whole_limit: u64,
+    check: Option<&'a Checker>,
 }
 
 impl<'a> Scanner<'a> {
-    /// A scanner of `pack` up to `limit`; entries inflating to more than `whole_limit` are
-    /// streamed.
-    pub(crate) fn new(
-        pack: &'a PackFile,
-        limit: u64,
-        detect_collisions: bool,
-        whole_limit: u64,
-    ) -> Self {
+    /// A scanner of `pack` up to `limit`; entries inflating to more than the options'
+    /// `whole_limit` are streamed.
+    pub(crate) fn new(pack: &'a PackFile, limit: u64, opts: &ScanOptions<'a>) -> Self {
         Scanner {
             pack,
             window: Window::new(pack, limit, WINDOW),
             inflater: Inflater::new(),
             scratch: Vec::new(),
-            detect_collisions,
-            whole_limit: whole_limit.min(WHOLE_LIMIT),
+            detect_collisions: opts.detect_collisions,
+            whole_limit: opts.whole_limit.min(WHOLE_LIMIT),
+            check: opts.check,
         }
     }
 
@@ -86,7 +87,15 @@ impl<'a> Scanner<'a> {
         };
         let (used, crc, oid) = match whole {
             Some(r) => r,
-            None => self.inflate_streaming(offset, &h)?,
+            None => {
+                if let Some(c) = self
+                    .check
+                    .filter(|_| h.kind != OBJ_BLOB && !is_delta(h.kind))
+                {
+                    c.defer(offset); // not held whole here: checked once the pack is resolved
+                }
+                self.inflate_streaming(offset, &h)?
+            }
         };
         let idx = out.len() as u32;
         out.entries.offsets.push(offset);
@@ -135,7 +144,15 @@ impl<'a> Scanner<'a> {
                     let oid = if !probing && !is_delta(h.kind) {
                         let mut hasher = ObjectHasher::new(h.kind, h.size, self.detect_collisions);
                         hasher.update(&self.scratch[..size]);
-                        Some(hasher.finish(offset)?)
+                        let id = hasher.finish(offset)?;
+                        if let Some(c) = self.check {
+                            let seen = Seen {
+                                delta: false,
+                                offset,
+                            };
+                            c.check(seen, h.kind, &id, &self.scratch[..size]);
+                        }
+                        Some(id)
                     } else {
                         None
                     };

@@ -19,9 +19,35 @@ pub struct Table {
     pub oids: Vec<ObjectId>,
     /// The object's type once known (1-4), 0 while unresolved.
     pub real_kinds: Vec<u8>,
+    /// When asked for: each delta's base entry as resolved (u32::MAX for a whole object).
+    pub shape: Vec<u32>,
 }
 
 impl Table {
+    /// With the shape recorded: each entry's delta depth (0 for a whole object).
+    pub fn delta_depths(&self) -> Vec<u32> {
+        let mut depth = vec![u32::MAX; self.shape.len()];
+        for start in 0..self.shape.len() {
+            // Down the chain to an entry whose depth is known, then back up.
+            let mut chain = Vec::new();
+            let mut at = start;
+            while depth[at] == u32::MAX {
+                match self.shape[at] {
+                    u32::MAX => depth[at] = 0,
+                    base => {
+                        chain.push(at);
+                        at = base as usize;
+                    }
+                }
+            }
+            while let Some(i) = chain.pop() {
+                depth[i] = depth[at] + 1;
+                at = i;
+            }
+        }
+        depth
+    }
+
     pub fn len(&self) -> usize {
         self.entries.offsets.len()
     }

@@ -11,6 +11,7 @@ use pyo3::types::{PyBytes, PyDict};
 use rayon::prelude::*;
 
 use crate::error::PackError;
+use crate::fsck::Checker;
 use crate::index::resolve::{resolve, unresolved, Forest, ResolveOptions, ResolveStats};
 use crate::index::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES};
 use crate::index::table::Table;
@@ -19,6 +20,7 @@ use crate::pack::hash::object_id;
 use crate::pack::source::PackFile;
 use crate::progress::{Progress, PHASE_RESOLVING};
 use crate::python::arrays::bytes_of;
+use crate::python::fsck::{check_repository_blob, finish_checks, fsck_rules};
 use crate::{index::thin, to_py_err};
 
 struct State {
@@ -38,12 +40,19 @@ struct State {
     appended: u32,
     /// Offsets of the entries read while resolving, in order, when tracing.
     trace: Vec<u64>,
+    /// Git's object checks, when asked for (set_checks).
+    check: Option<Checker>,
+    strict: bool,
 }
 
 #[pyclass(frozen, module = "packorder._native")]
 pub struct PackIndexer {
     progress: Arc<Progress>,
     state: Mutex<State>,
+}
+
+fn not_checking() -> PyErr {
+    pyo3::exceptions::PyRuntimeError::new_err("no object checks were asked for")
 }
 
 fn not_scanned() -> PyErr {
@@ -106,6 +115,7 @@ impl PackIndexer {
                     object_limit,
                     big_threshold: per_thread_share(budget, threads),
                     detect_collisions,
+                    shape: false,
                 },
                 pool,
                 header: None,
@@ -116,6 +126,8 @@ impl PackIndexer {
                 wanting: HashMap::new(),
                 appended: 0,
                 trace: Vec::new(),
+                check: None,
+                strict: false,
             }),
         })
     }
@@ -130,6 +142,7 @@ impl PackIndexer {
             detect_collisions: st.detect_collisions,
             split_min_bytes: st.split_min_bytes,
             whole_limit: per_thread_share(st.resolve_opts.budget, st.threads),
+            check: st.check.as_ref(),
         };
         let pack = &st.pack;
         let result = py.detach(|| {
@@ -155,6 +168,7 @@ impl PackIndexer {
             return Err(not_scanned());
         };
         let (pack, opts, pool, trace) = (&st.pack, &st.resolve_opts, &st.pool, &mut st.trace);
+        let check = st.check.as_ref();
         let stats = py
             .detach(|| {
                 progress.start(PHASE_RESOLVING, table.delta_count() as u64);
@@ -162,13 +176,85 @@ impl PackIndexer {
                     .filter(|&i| !is_delta(table.entries.kinds[i]))
                     .map(|i| i as u32)
                     .collect();
-                let stats = resolve(pack, table, forest, &roots, opts, &progress, pool, trace);
+                let stats = resolve(
+                    pack, table, forest, &roots, opts, &progress, pool, trace, check,
+                );
                 crate::trim_heap();
                 stats
             })
             .map_err(to_py_err)?;
         add_stats(&mut st.stats, stats);
         Ok(())
+    }
+
+    /// Run Git's object checks on every object from the next scan on: by fsck's rules
+    /// (`objects`), gathering links for the connectivity check (`links`); `strict` adds
+    /// Git's rule that no object appears twice. `severities` has one byte per fsck message
+    /// (0 ignore, 1 warn, 2 error), `skip` the sorted ids never reported on.
+    fn set_checks(
+        &self,
+        objects: bool,
+        links: bool,
+        strict: bool,
+        severities: &[u8],
+        skip: &[u8],
+        max_tree_entry_len: usize,
+    ) -> PyResult<()> {
+        let rules = fsck_rules(severities, skip, max_tree_entry_len)?;
+        let mut st = self.lock();
+        st.check = Some(Checker::new(objects, links, rules));
+        st.strict = strict;
+        Ok(())
+    }
+
+    /// Whether an object failed the checks (resolving then stopped early).
+    fn checks_failed(&self) -> bool {
+        self.lock().check.as_ref().is_some_and(|c| c.failed())
+    }
+
+    /// End the object checks (after resolving and completing): python::fsck::finish_checks.
+    fn finish_checks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let st = self.lock();
+        let check = st.check.as_ref().ok_or_else(not_checking)?;
+        let table = st.table.as_ref().ok_or_else(not_scanned)?;
+        let limit = st.resolve_opts.object_limit;
+        finish_checks(py, &st.pack, table, check, limit, st.strict)
+    }
+
+    /// Check a `.gitmodules` or `.gitattributes` blob the repository holds (`kind` its type,
+    /// None if missing); its findings.
+    fn check_special_blob<'py>(
+        &self,
+        py: Python<'py>,
+        id: [u8; 20],
+        special: &str,
+        kind: Option<u8>,
+        data: &[u8],
+    ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        let st = self.lock();
+        Ok(check_repository_blob(
+            py,
+            st.check.as_ref().ok_or_else(not_checking)?,
+            id,
+            special,
+            kind,
+            data,
+        ))
+    }
+
+    /// Record each delta's base from the next resolve on (for --verify-stat).
+    fn record_shape(&self) {
+        self.lock().resolve_opts.shape = true;
+    }
+
+    /// In pack order: (base entries, delta depths), native u32s; a whole object's base is
+    /// 2**32-1 and its depth 0.
+    fn delta_shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let st = self.lock();
+        let table = st.table.as_ref().ok_or_else(not_scanned)?;
+        let bases = bytes_of(&table.shape, u32::to_ne_bytes);
+        let depths = bytes_of(&table.delta_depths(), u32::to_ne_bytes);
+        pyo3::types::PyTuple::new(py, [PyBytes::new(py, &bases), PyBytes::new(py, &depths)])
     }
 
     /// Offsets of the deltas still unresolved, in pack order.
@@ -232,6 +318,7 @@ impl PackIndexer {
             &mut st.trace,
             &st.wanting,
         );
+        let check = st.check.as_ref();
         let (appended, bad, stats) = py
             .detach(|| -> crate::error::Result<_> {
                 let mut stats = ResolveStats::default();
@@ -257,7 +344,17 @@ impl PackIndexer {
                     forest.claimed.push(false);
                     add_stats(
                         &mut stats,
-                        resolve(pack, table, forest, &[idx], opts, &progress, pool, trace)?,
+                        resolve(
+                            pack,
+                            table,
+                            forest,
+                            &[idx],
+                            opts,
+                            &progress,
+                            pool,
+                            trace,
+                            check,
+                        )?,
                     );
                     appended += 1;
                 }

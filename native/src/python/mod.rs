@@ -4,6 +4,7 @@ pub(crate) mod arrays;
 pub(crate) mod bitmap;
 pub(crate) mod delta;
 pub(crate) mod format;
+pub(crate) mod fsck;
 pub(crate) mod index;
 pub(crate) mod orders;
 pub(crate) mod seek;

@@ -1,0 +1,134 @@
+//! The Python face of Git's object checks: the message table Python parses options with, and
+//! the conversions of rules and findings.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::fsck::rules::{Default, Rules, Severity, MESSAGES};
+use crate::fsck::{Checker, Finding, Seen, Special};
+use crate::index::checks;
+use crate::index::table::Table;
+use crate::pack::entry::ObjectId;
+use crate::pack::entry::OBJ_BLOB;
+use crate::pack::source::PackFile;
+use crate::to_py_err;
+
+/// Git's fsck message ids in order, each with its default severity ("fatal", "error",
+/// "warn", "info" or "ignore").
+#[pyfunction]
+pub fn fsck_messages() -> Vec<(&'static str, &'static str)> {
+    MESSAGES
+        .iter()
+        .map(|&(name, d)| {
+            let default = match d {
+                Default::Fatal => "fatal",
+                Default::Error => "error",
+                Default::Warn => "warn",
+                Default::Info => "info",
+                Default::Ignore => "ignore",
+            };
+            (name, default)
+        })
+        .collect()
+}
+
+pub(crate) fn fsck_rules(
+    severities: &[u8],
+    skip: &[u8],
+    max_tree_entry_len: usize,
+) -> PyResult<Rules> {
+    let severities = severities
+        .iter()
+        .map(|&s| match s {
+            0 => Ok(Severity::Ignore),
+            1 => Ok(Severity::Warn),
+            2 => Ok(Severity::Error),
+            _ => Err(pyo3::exceptions::PyValueError::new_err("bad severity")),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    if severities.len() != MESSAGES.len() || !skip.len().is_multiple_of(20) {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "one severity per fsck message and whole ids to skip are needed",
+        ));
+    }
+    let mut skip: Vec<ObjectId> = skip
+        .chunks_exact(20)
+        .map(|c| c.try_into().unwrap())
+        .collect();
+    skip.sort_unstable();
+    Ok(Rules {
+        severities,
+        skip,
+        max_tree_entry_len,
+    })
+}
+
+fn special_name(s: Special) -> &'static str {
+    match s {
+        Special::Gitmodules => "gitmodules",
+        Special::Gitattributes => "gitattributes",
+    }
+}
+
+type PyFinding<'py> = (Bound<'py, PyBytes>, Vec<(u8, String)>, Option<String>);
+
+/// Findings as (id, [(level, text)], fatal line or None); levels as in fsck::report.
+pub(crate) fn findings_to_py(
+    py: Python<'_>,
+    findings: Vec<Finding>,
+) -> Bound<'_, pyo3::types::PyList> {
+    let rows: Vec<PyFinding<'_>> = findings
+        .into_iter()
+        .map(|f| (PyBytes::new(py, &f.id), f.lines, f.fatal))
+        .collect();
+    pyo3::types::PyList::new(py, rows).expect("a list of tuples")
+}
+
+/// The end of the object checks: (findings, ids of linked objects the pack lacks, the type
+/// each link expects, special blobs the pack lacks as (id, "gitmodules" or "gitattributes")).
+pub(crate) fn finish_checks<'py>(
+    py: Python<'py>,
+    pack: &PackFile,
+    table: &Table,
+    check: &Checker,
+    object_limit: u64,
+    strict: bool,
+) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+    let out = py
+        .detach(|| checks::finish(pack, table, check, object_limit, strict))
+        .map_err(to_py_err)?;
+    let ids: Vec<u8> = out.foreign.iter().flat_map(|(id, _)| *id).collect();
+    let kinds: Vec<u8> = out.foreign.iter().map(|&(_, k)| k).collect();
+    let outside: Vec<(Bound<'py, PyBytes>, &str)> = out
+        .outside
+        .iter()
+        .map(|(id, s)| (PyBytes::new(py, id), special_name(*s)))
+        .collect();
+    (
+        findings_to_py(py, out.findings),
+        PyBytes::new(py, &ids),
+        PyBytes::new(py, &kinds),
+        outside,
+    )
+        .into_pyobject(py)
+}
+
+/// Check a special blob the repository holds (`kind`: its type, None if it has none).
+pub(crate) fn check_repository_blob<'py>(
+    py: Python<'py>,
+    check: &Checker,
+    id: ObjectId,
+    special: &str,
+    kind: Option<u8>,
+    data: &[u8],
+) -> Bound<'py, pyo3::types::PyList> {
+    let special = match special {
+        "gitmodules" => Special::Gitmodules,
+        _ => Special::Gitattributes,
+    };
+    match kind {
+        Some(OBJ_BLOB) => check.check_special(Seen::AFTER, &id, special, data),
+        other => check.special_not_blob(&id, special, other),
+    }
+    findings_to_py(py, check.take_findings())
+}
