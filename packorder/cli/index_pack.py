@@ -6,8 +6,10 @@ through click, 41.9 MiB without, docs/benchmarks.md), and some 30 ms of start-up
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -54,6 +56,16 @@ def _threads(value: str) -> int:
     return n
 
 
+class _MsgTypes(argparse.Action):
+    """--strict[=TYPES] and --fsck-objects[=TYPES]: each turns its check on, and the message
+    types of both go to one list, in the order given, as Git applies them."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, True)
+        if values:
+            namespace.fsck_msg_types = [*getattr(namespace, "fsck_msg_types", []), values]
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with Git's answer to a bad command line (`error: ...`, the usage, 129)."""
 
@@ -91,7 +103,42 @@ def parser(prog: str) -> argparse.ArgumentParser:
     )
     p.add_argument("--progress-title", metavar="TITLE", help="the title of the first phase's progress")
     p.add_argument(
+        "--strict",
+        action=_MsgTypes,
+        nargs="?",
+        default=False,
+        metavar="MSG-ID=SEVERITY,...",
+        help="check every object as Git's fsck does, and that all it links to is there (--strict or --strict=TYPES)",
+    )
+    p.add_argument(
+        "--fsck-objects",
+        action=_MsgTypes,
+        nargs="?",
+        default=False,
+        metavar="MSG-ID=SEVERITY,...",
+        help="check every object as Git's fsck does (--fsck-objects or --fsck-objects=TYPES)",
+    )
+    p.add_argument(
+        "--check-self-contained-and-connected",
+        action="store_true",
+        help="check that all objects linked to are there; exit 1 if some are outside the pack",
+    )
+    p.add_argument(
         "--verify", action="store_true", help="check that the existing index matches the pack; write nothing"
+    )
+    p.add_argument(
+        "--verify-stat",
+        dest="stat",
+        action="store_const",
+        const="all",
+        help="--verify, and list every object and the delta chain lengths (as `git verify-pack -v`)",
+    )
+    p.add_argument(
+        "--verify-stat-only",
+        dest="stat",
+        action="store_const",
+        const="only",
+        help="--verify, and list the delta chain lengths (as `git verify-pack -s`)",
     )
     p.add_argument(
         "--index-version", type=_index_version, metavar="V[,OFFSET]", help="index version 1 or 2 (default 2)"
@@ -125,7 +172,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
 
 def main(argv: list[str], prog: str = "packorder index-pack") -> None:
     # Git's spelling: a bare --keep takes no message (`--keep PACK` must not eat the pack).
-    argv = [f"{a}=" if a in ("--keep", "--promisor") else a for a in argv]
+    argv = [f"{a}=" if a in ("--keep", "--promisor", "--strict", "--fsck-objects") else a for a in argv]
     stop_on_termination()
     parse = parser(prog)
     args = parse.parse_args(argv)
@@ -134,6 +181,7 @@ def main(argv: list[str], prog: str = "packorder index-pack") -> None:
 
 def _run(args: argparse.Namespace) -> None:
     from packorder import _native
+    from packorder.indexer.fsck import FsckError
     from packorder.indexer.index_pack import index_pack
 
     _native.tune_allocator()
@@ -141,7 +189,7 @@ def _run(args: argparse.Namespace) -> None:
     if args.from_stdin and args.pack is not None:
         raise UsageError("--stdin takes no pack argument")
     show = progress_mod.auto(quiet=args.quiet, force=args.verbose)
-    with progress_mod.closing_line(show):
+    with progress_mod.closing_line(show), _printing_checks(FsckError):
         result = index_pack(
             args.pack,
             stdin=sys.stdin.buffer if args.from_stdin else None,
@@ -151,7 +199,8 @@ def _run(args: argparse.Namespace) -> None:
             off32_limit=off32,
             rev_index=args.rev_index,
             fix_thin=args.fix_thin,
-            verify=args.verify,
+            verify=args.verify or args.stat is not None,
+            stat=args.stat,
             keep=_message(args.keep),
             promisor=_message(args.promisor),
             pack_header=args.pack_header,
@@ -159,14 +208,41 @@ def _run(args: argparse.Namespace) -> None:
             object_format=args.object_format,
             on_end_of_input=(lambda: os.write(2, b"\0")) if args.report_end_of_input else None,
             progress_title=args.progress_title,
+            strict=bool(args.strict),
+            fsck_objects=bool(args.fsck_objects),
+            fsck_msg_types=getattr(args, "fsck_msg_types", ()),
+            check_self_contained_and_connected=args.check_self_contained_and_connected,
             threads=args.threads,
             max_memory=args.max_memory,
             detect_collisions=not args.no_collision_detection,
             progress=show,
         )
+    checked = result.checked
+    for line in checked.warnings if checked else ():
+        print(line, file=sys.stderr)
+    for line in result.pack_info or ():
+        print(line)
     if args.as_json:
         print_json(result)
     elif args.from_stdin:
         print(f"{'keep' if result.keep else 'pack'}\t{result.checksum}")
-    elif not args.verify:
+    elif not result.verified:
         print(result.checksum)
+    if checked and not args.as_json:
+        # For fetch-pack, after the pack's line: the .gitmodules it must check once fetched.
+        for oid in checked.missing_gitmodules:
+            print(oid)
+    if args.check_self_contained_and_connected and checked and checked.foreign:
+        sys.stdout.flush()
+        sys.exit(1)  # Git's answer: objects outside the pack were needed
+
+
+@contextlib.contextmanager
+def _printing_checks(error: type) -> Iterator[None]:
+    """Print what the object checks found before their failure becomes the fatal line."""
+    try:
+        yield
+    except error as e:
+        for line in e.lines:
+            print(line, file=sys.stderr)
+        raise

@@ -11,7 +11,7 @@ import contextlib
 import io
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -20,8 +20,10 @@ from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import CorruptPackError, PackError, RepositoryError, UsageError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
-from packorder.format.pack import RAWSZ, TYPE_CODES
-from packorder.indexer import receive
+from packorder.format.pack import TYPE_CODES
+from packorder.indexer import fsck, receive
+from packorder.indexer.collisions import check_collisions
+from packorder.indexer.stat import pack_info
 from packorder.native_call import CHECKSUM, INDEXING, RESOLVING, run_job
 from packorder.progress import ProgressCallback
 from packorder.settings import compression_level, delta_base_cache_limit, peak_rss, physical_memory, thread_count
@@ -48,6 +50,12 @@ class IndexResult(NamedTuple):
     seconds: dict[str, float]
     peak_rss_bytes: int
     stats: dict[str, int]
+    # Git's object checks (--strict, --fsck-objects): the warnings they printed, the
+    # .gitmodules blobs nobody has (Git prints their ids on stdout) and how many linked
+    # objects only the repository holds.
+    checked: fsck.Outcome | None = None
+    # --verify-stat: Git's listing of the objects and chain lengths.
+    pack_info: list[str] | None = None
 
 
 class _Settings:
@@ -150,15 +158,6 @@ def _derive(name: Path, old: str, new: str) -> Path:
     return name.with_name(name.name[: -len(old)] + new)
 
 
-def _hashes_to(kind_name: str, data: bytes, oid: bytes) -> bool:
-    """Whether an object read from the repository is the object `oid` names (a collision
-    attack found in it by the hash's detection counts as not)."""
-    try:
-        return _native.object_id(TYPE_CODES[kind_name], data) == oid
-    except _native.PackFormatError:
-        return False
-
-
 # Bases handed to the core at once: few calls, and little memory (256 KiB: 26.5-27 MiB peak on
 # a libgit2 thin pack, as before; 4 MiB cost 8 MiB more, above git index-pack's 28 MiB).
 THIN_BATCH_BYTES = 256 << 10
@@ -197,52 +196,6 @@ def _fix_thin(run: _Run, git_dir: Path, level: int) -> int:
     return appended
 
 
-def _check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int:
-    """Git's collision check: an object the repository already has must be the object of that
-    id the pack carries, else `SHA1 COLLISION FOUND`. Git compares the two byte for byte; we
-    hash the repository's copy (with collision detection, as the pack's objects were): equal
-    ids of equal type mean equal bytes unless SHA-1 itself collides undetected. Returns how
-    many of the pack's objects the repository had. `own_pack` (being indexed again) is skipped."""
-    from packorder.errors import CollisionError
-    from packorder.store import listing as store
-
-    objects = git_dir / "objects"
-    stores = [objects, *store.alternates(objects)]
-    packs = [p for d in stores for p in store.list_packs(d / "pack") if own_pack is None or p.resolve() != own_pack]
-    # Where the repository keeps each object the pack has: (pack number, offset), loose last.
-    # Asked for in that order, Git reads each pack front to back, its delta bases cached
-    # (in id order, reading every object of libgit2 took cat-file 24 s instead of 6).
-    place: dict[int, tuple[int, int]] = {}
-    for number, pack in enumerate(packs):
-        idx = str(pack.with_suffix(".idx"))
-        hits = [(i, at) for i, at in _hits(idx_format.names_of(idx), names, idx) if i not in place]
-        for (i, _), offset in zip(hits, idx_format.offsets_at(idx, [at for _, at in hits]), strict=True):
-            place[i] = (number, offset)
-    for d in stores:
-        for i, at in _hits(store.loose_ids(d), names, f"loose objects of {d}"):
-            place.setdefault(i, (len(packs), at))
-    if not place:
-        return 0
-    wanted = [names[i * RAWSZ : (i + 1) * RAWSZ].hex() for i in sorted(place, key=place.__getitem__)]
-    with gitcmd.ObjectReader(git_dir) as reader:
-        for oid_hex, found_obj in reader.read_many(wanted):
-            oid = bytes.fromhex(oid_hex)
-            if found_obj is None:
-                continue  # removed meanwhile (a repack): nothing to differ from
-            if not _hashes_to(*found_obj, oid):
-                raise CollisionError(f"SHA1 COLLISION FOUND WITH {oid.hex()} ! (the repository's copy differs)")
-    return len(place)
-
-
-def _hits(sorted_ids: bytes, names: bytes, where: str) -> list[tuple[int, int]]:
-    """(index into `names`, position in `sorted_ids`) of each id of `names` found there."""
-    try:
-        at, pos = _native.find_hits(sorted_ids, names)
-    except ValueError:
-        raise CorruptPackError("index file is corrupt: ids out of order", None, where) from None
-    return list(zip(memoryview(at).cast("Q"), memoryview(pos).cast("Q"), strict=True))
-
-
 def _check_resolved(run: _Run) -> None:
     left = run.native.unresolved_offsets()
     if left:
@@ -279,6 +232,11 @@ def index_pack(
     object_format: str | None = None,
     on_end_of_input: Callable[[], None] | None = None,
     progress_title: str | None = None,
+    strict: bool = False,
+    fsck_objects: bool = False,
+    fsck_msg_types: Sequence[str] = (),
+    check_self_contained_and_connected: bool = False,
+    stat: str | None = None,
     threads: int | None = None,
     max_memory: int | None = None,
     detect_collisions: bool = True,
@@ -295,6 +253,11 @@ def index_pack(
     `max_input_size` fails a larger pack; `object_format` names the hash of a pack file
     outside a repository; `on_end_of_input` is called once the whole pack is read;
     `progress_title` replaces the first phase's title ("Receiving objects" from `stdin`).
+    `strict` and `fsck_objects` check every object by Git's fsck rules (`fsck_msg_types`:
+    the values of `--strict=` and `--fsck-objects=`), `strict` and
+    `check_self_contained_and_connected` that every object linked to is in the pack or the
+    repository; a failure raises fsck.FsckError. `stat` ("all" or "only", with `verify`)
+    lists the objects and chain lengths as `--verify-stat` and `--verify-stat-only` do.
     """
     started = time.perf_counter()
     if (pack is None) == (stdin is None):
@@ -303,12 +266,20 @@ def index_pack(
         raise UsageError("{fix_thin} requires {stdin}", params=("fix_thin", "stdin"))
     if verify and stdin is not None:
         raise UsageError("{verify} cannot be used with {stdin}", params=("verify", "stdin"))
+    if stat is not None and not verify:
+        raise UsageError("{stat} requires {verify}", params=("stat", "verify"))
     # Git dies (128) on these, rather than showing its usage.
     if promisor is not None and stdin is None:
         raise PackError("--promisor cannot be used with a pack name")
     if pack_header is not None and stdin is None:
         raise UsageError("{pack_header} requires {stdin}", params=("pack_header", "stdin"))
     header = receive.pack_header(pack_header) if pack_header is not None else b""
+    checks = fsck.checks(
+        strict=strict,
+        fsck_objects=fsck_objects,
+        self_contained=check_self_contained_and_connected,
+        msg_types=fsck_msg_types,
+    )
     if object_format is not None:
         if object_format not in ("sha1", "sha256"):
             raise PackError(f"unknown hash algorithm '{object_format}'")
@@ -360,10 +331,23 @@ def index_pack(
         run = _Run(
             pack_path, settings, writable=fix_thin, detect=detect_collisions, progress=progress, first_title=first
         )
+        if checks is not None:
+            run.native.set_checks(
+                checks.objects,
+                checks.links,
+                checks.strict,
+                checks.severities,
+                checks.skip,
+                checks.max_tree_entry_len,
+            )
         run.call("scan", run.native.scan)
         if on_end_of_input is not None:
             on_end_of_input()
+        if stat is not None:
+            run.native.record_shape()
         run.call("resolve", run.native.resolve)
+        if checks is not None and run.native.checks_failed():
+            fsck.finish(run.native, checks, git_dir)  # raises, as Git dies at the first failure
         appended = 0
         if fix_thin and run.native.unresolved_offsets():
             assert git_dir is not None
@@ -373,11 +357,17 @@ def index_pack(
         if appended:
             checksum = run.call("fix_thin", run.native.finish_thin)
 
+        info = pack_info(run.native, run.native.pack_size, stat == "only") if stat is not None else None
+        checked = None
+        if checks is not None:
+            t = time.perf_counter()
+            checked = fsck.finish(run.native, checks, git_dir)
+            run.seconds["check"] = time.perf_counter() - t
         names, write_idx, write_rev, version = _index_writers(run.native, settings, checksum, anomalies)
         if git_dir is not None:
             # Git compares with the repository it runs in, whatever the mode.
             t = time.perf_counter()
-            _check_collisions(git_dir, names, pack_path.resolve() if received is None else None)
+            check_collisions(git_dir, names, pack_path.resolve() if received is None else None)
             run.seconds["collisions"] = time.perf_counter() - t
 
         keep_path = None
@@ -436,6 +426,8 @@ def index_pack(
         seconds=seconds,
         peak_rss_bytes=peak_rss(),
         stats=stats,
+        checked=checked,
+        pack_info=info,
     )
 
 
@@ -458,4 +450,5 @@ def _verify_same(path: Path, write: Writer, what: str) -> None:
         return
     pairs = enumerate(zip(actual, expected, strict=False))
     at = next((i for i, (a, b) in pairs if a != b), min(len(actual), len(expected)))
-    raise CorruptPackError(f"{what} does not match the pack (first difference at byte {at})", None, str(path))
+    # Git's words (its checked file writer's), then where the two part.
+    raise PackError(f"sha1 file '{path}' validation error: the {what} differs from the pack's from byte {at}")

@@ -1,0 +1,206 @@
+"""Git's object checks for index-pack: `--strict`, `--fsck-objects` and
+`--check-self-contained-and-connected`.
+
+The checks of each object run in the native indexer as it hashes the object (fsck's rules,
+message ids and words: native/src/fsck). This module parses the message-type options as Git
+does (`--strict=missingEmail=ignore,skipList=FILE`), and once the pack is indexed asks the
+repository what the pack alone cannot answer: whether the objects it links to but lacks are
+there, and what the `.gitmodules` and `.gitattributes` blobs it names but lacks hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from packorder import _native, gitcmd
+from packorder.errors import PackError
+from packorder.format.pack import TYPE_CODES
+
+# Severities as the native checks take them.
+IGNORE, WARN, ERROR = 0, 1, 2
+# Index-pack checks with fsck's strict defaults: warnings are errors, infos are warnings.
+_DEFAULT_SEVERITY = {"fatal": ERROR, "error": ERROR, "warn": ERROR, "info": WARN, "ignore": IGNORE}
+_SET_SEVERITY = {"error": ERROR, "warn": WARN, "ignore": IGNORE}
+_MAX_TREE_ENTRY_LEN = 4096
+_TYPE_NAMES = {code: name for name, code in TYPE_CODES.items()}
+
+
+class FsckError(PackError):
+    """An object fails Git's checks. `lines` are what Git prints before its fatal line."""
+
+    def __init__(self, message: str, lines: Sequence[str] = ()) -> None:
+        self.lines = list(lines)
+        super().__init__(message)
+
+
+class Checks(NamedTuple):
+    """What one run checks."""
+
+    objects: bool  # every object by fsck's rules
+    links: bool  # everything linked to is in the pack or the repository
+    strict: bool  # and no object appears twice (Git's strict index)
+    severities: bytes  # one per message of _native.fsck_messages()
+    skip: bytes  # ids never reported on, 20 bytes each
+    max_tree_entry_len: int
+
+
+class Outcome(NamedTuple):
+    """What the checks found without failing."""
+
+    warnings: list[str]
+    # `.gitmodules` blobs neither the pack nor the repository has: Git prints their ids on
+    # stdout for fetch-pack, which checks them once it has fetched everything.
+    missing_gitmodules: list[str]
+    # Linked objects the repository holds and the pack does not.
+    foreign: int
+
+
+def _skip_list(path: str) -> list[bytes]:
+    try:
+        text = Path(path).read_text(errors="surrogateescape")
+    except OSError:
+        raise PackError(f"could not open object name list: {path}") from None
+    ids = []
+    for line in text.splitlines():
+        name = line.split("#", 1)[0].strip()
+        if not name:
+            continue
+        try:
+            if len(name) != 40:
+                raise ValueError
+            ids.append(bytes.fromhex(name))
+        except ValueError:
+            raise PackError(f"invalid object name: {name}") from None
+    return ids
+
+
+def _parse_size(text: str) -> int:
+    """Git's git_parse_ssize_t: a number with an optional k, m or g."""
+    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    digits = text.rstrip("kKmMgG")
+    unit = text[len(digits) :].lower()
+    if not digits.lstrip("-").isdigit() or unit not in units:
+        raise PackError(f"unable to parse max tree entry len: {text}")
+    return int(digits) * units[unit]
+
+
+def checks(*, strict: bool, fsck_objects: bool, self_contained: bool, msg_types: Sequence[str] = ()) -> Checks | None:
+    """The checks Git's options ask for, None for none. `msg_types` are the values of every
+    `--strict=` and `--fsck-objects=`, in order, as Git's fsck_set_msg_types parses them."""
+    if not (strict or fsck_objects or self_contained):
+        return None
+    messages = _native.fsck_messages()
+    index = {name.lower(): i for i, (name, _) in enumerate(messages)}
+    severities = [_DEFAULT_SEVERITY[default] for _, default in messages]
+    skip: list[bytes] = []
+    max_len = _MAX_TREE_ENTRY_LEN
+    for values in msg_types:
+        for token in values.replace(",", " ").replace("|", " ").split(" "):
+            if not token:
+                continue
+            equal = min((token.find(c) for c in "=:" if c in token), default=len(token))
+            key, value = token[:equal].lower(), token[equal + 1 :]
+            if key == "skiplist":
+                if equal == len(token):
+                    raise PackError("skiplist requires a path")
+                skip.extend(_skip_list(value))
+                continue
+            if equal == len(token):
+                raise PackError(f"Missing '=': '{key}'")
+            if key not in index:
+                raise PackError(f"Unhandled message id: {key}")
+            at = index[key]
+            if key == "largepathname" and ":" in value:
+                value, _, limit = value.partition(":")
+                max_len = _parse_size(limit)
+            if value not in _SET_SEVERITY:
+                raise PackError(f"Unknown fsck message type: '{value}'")
+            if messages[at][1] == "fatal" and value != "error":
+                raise PackError(f"Cannot demote {key} to {value}")
+            severities[at] = _SET_SEVERITY[value]
+    return Checks(
+        objects=strict or fsck_objects,
+        links=strict or self_contained,
+        strict=strict or self_contained,
+        severities=bytes(severities),
+        skip=b"".join(sorted(set(skip))),
+        max_tree_entry_len=max_len,
+    )
+
+
+_WARNING, _ERROR = 0, 1  # the levels of native/src/fsck/report.rs; the third is a plain error
+
+
+def _lines(finding: tuple) -> list[str]:
+    oid, lines, _ = finding
+    return [
+        f"warning: object {oid.hex()}: {text}"
+        if level == _WARNING
+        else f"error: object {oid.hex()}: {text}"
+        if level == _ERROR
+        else f"error: {text}"
+        for level, text in lines
+    ]
+
+
+def _settle(findings: list[tuple], printed: list[str]) -> None:
+    """Print-ready lines of `findings` (in pack order) into `printed`; raise at the first that
+    fails the pack, as Git dies at it."""
+    for finding in findings:
+        printed.extend(_lines(finding))
+        fatal = finding[2]
+        if fatal is not None:
+            raise FsckError(fatal, printed)
+
+
+def _object_types(git_dir: Path, oids_hex: list[str]) -> dict[str, str | None]:
+    """The type of each object the repository has (alternates included), None if missing."""
+    out = gitcmd.run(
+        ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+        git_dir,
+        check=False,
+        input="".join(h + "\n" for h in oids_hex).encode(),
+    )
+    types: dict[str, str | None] = dict.fromkeys(oids_hex)
+    for line in out.stdout.decode(errors="replace").splitlines():
+        name, _, kind = line.partition(" ")
+        if kind and kind != "missing" and name in types:
+            types[name] = kind
+    return types
+
+
+def finish(native, run_checks: Checks, git_dir: Path | None) -> Outcome:
+    """End the checks of an indexed pack; raises FsckError on the first failure."""
+    findings, foreign_ids, foreign_kinds, outside = native.finish_checks()
+    printed: list[str] = []
+    _settle(findings, printed)
+    foreign = [foreign_ids[i : i + 20].hex() for i in range(0, len(foreign_ids), 20)]
+    if foreign:
+        types = _object_types(git_dir, foreign) if git_dir is not None else dict.fromkeys(foreign)
+        for oid_hex, want in zip(foreign, foreign_kinds, strict=True):
+            found = types[oid_hex]
+            if found is None:
+                raise FsckError(f"did not receive expected object {oid_hex}", printed)
+            if found != _TYPE_NAMES[want]:
+                raise FsckError(f"object {oid_hex}: expected type {_TYPE_NAMES[want]}, found {found}", printed)
+    missing: list[str] = []
+    if outside:
+        if git_dir is None:
+            raise FsckError("cannot perform queued object checks outside of a repository", printed)
+        with gitcmd.ObjectReader(git_dir) as reader:
+            for (oid, special), (_, obj) in zip(outside, reader.read_many([o.hex() for o, _ in outside]), strict=True):
+                if obj is None and special == "gitmodules":
+                    missing.append(oid.hex())
+                    continue
+                kind = None if obj is None else TYPE_CODES[obj[0]]
+                data = b"" if obj is None else obj[1]
+                _settle(native.check_special_blob(oid, special, kind, data), printed)
+        if missing and run_checks.severities[_gitmodules_missing()] == IGNORE:
+            missing = []
+    return Outcome(warnings=printed, missing_gitmodules=missing, foreign=len(foreign))
+
+
+def _gitmodules_missing() -> int:
+    return next(i for i, (name, _) in enumerate(_native.fsck_messages()) if name == "gitmodulesMissing")

@@ -1,0 +1,43 @@
+"""`index-pack --verify-stat`: Git's listing of a pack's objects (what `git verify-pack -v`
+prints), and its histogram of delta chain lengths, from the indexer's tables. (Plain
+memoryviews, not numpy: index-pack's process must not load it, for its memory.)"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from packorder.format.pack import RAWSZ, TYPE_CODES
+
+_TYPE_NAMES = {code: name for name, code in TYPE_CODES.items()}
+_WHOLE = 2**32 - 1
+
+
+def _objects(n: int) -> str:
+    return f"{n} object" if n == 1 else f"{n} objects"
+
+
+def pack_info(native, pack_size: int, stat_only: bool) -> list[str]:
+    """Git's show_pack_info for the indexed pack: one line per object in pack order (unless
+    `stat_only`), then the count of whole objects and of each chain length."""
+    offsets_b, _, real_kinds, sizes_b, ids = native.entries()
+    bases_b, depths_b = native.delta_shape()
+    offsets = memoryview(offsets_b).cast("Q").tolist()
+    # As Git lists them: an entry's stored size, a delta's being the delta's.
+    sizes = memoryview(sizes_b).cast("Q").tolist()
+    bases = memoryview(bases_b).cast("I").tolist()
+    depths = memoryview(depths_b).cast("I").tolist()
+    ends = [*offsets[1:], pack_size - RAWSZ]
+    lines = []
+    if not stat_only:
+        hexes = [ids[i : i + RAWSZ].hex() for i in range(0, len(ids), RAWSZ)]
+        for i, (offset, end, size, base) in enumerate(zip(offsets, ends, sizes, bases, strict=True)):
+            line = f"{hexes[i]} {_TYPE_NAMES[real_kinds[i]]:<6} {size} {end - offset} {offset}"
+            if base != _WHOLE:
+                line += f" {depths[i]} {hexes[base]}"
+            lines.append(line)
+    whole = bases.count(_WHOLE)
+    if whole:
+        lines.append(f"non delta: {_objects(whole)}")
+    chains = Counter(d for d, b in zip(depths, bases, strict=True) if b != _WHOLE)
+    lines += [f"chain length = {d}: {_objects(chains[d])}" for d in sorted(chains)]
+    return lines
