@@ -95,12 +95,13 @@ def parse_int(value: str, name: str) -> int:
 
 
 def parse_bool(value: str | None) -> bool:
+    """Git's boolean: a key with no value is true, an empty value (`-c key=`) false."""
     if value is None:
         return True
     v = value.strip().lower()
-    if v in ("true", "yes", "on", "1", ""):
+    if v in ("true", "yes", "on", "1"):
         return True
-    if v in ("false", "no", "off", "0"):
+    if v in ("false", "no", "off", "0", ""):
         return False
     try:
         return int(v) != 0
