@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from gitrepo import Repo, git_env
 from test_index_pack import bare_repo, run_cli
 
+from packorder.indexer import route
 from packorder.units import git_humanise_bytes
 
 
@@ -115,30 +115,16 @@ def test_a_promisor_for_a_pack_file_is_refused(packs: dict[str, Path], tmp_path:
 
 
 def exec_path_routing_index_pack(tmp_path: Path) -> tuple[dict[str, str], Path]:
-    """A copy of Git's exec path whose `git` sends `index-pack` to packorder (Git runs
-    index-pack for receive-pack and fetch-pack through the `git` of its exec path, not of
-    PATH), and the log of the command lines it was given."""
-    real = Path(git_run("--exec-path").stdout.decode().strip())
-    wrapped = tmp_path / "exec-path"
-    wrapped.mkdir()
-    for tool in real.iterdir():
-        if tool.name != "git":
-            (wrapped / tool.name).symlink_to(tool)
+    """An exec path whose `git` sends `index-pack` to packorder (route.exec_path), and the
+    log of the command lines it handed over."""
     log = tmp_path / "index-pack.log"
-    (wrapped / "git").write_text(
-        "#!/bin/sh\n"
-        'if [ "$1" = index-pack ]; then\n'
-        f'  shift; printf "%s\\n" "$*" >> {log}; exec {sys.executable} -m packorder index-pack "$@"\n'
-        "fi\n"
-        f'exec {real / "git"} "$@"\n'
-    )
-    (wrapped / "git").chmod(0o755)
     env = git_env()
-    env["GIT_EXEC_PATH"] = str(wrapped)
+    env["GIT_EXEC_PATH"] = str(route.exec_path(tmp_path / "exec-path"))
+    env["PACKORDER_ROUTE_LOG"] = str(log)
     return env, log
 
 
-def test_a_push_and_a_fetch_index_with_packorder_as_with_git(history: Repo, tmp_path: Path) -> None:
+def test_a_push_a_fetch_and_a_clone_index_with_packorder_as_with_git(history: Repo, tmp_path: Path) -> None:
     env, log = exec_path_routing_index_pack(tmp_path)
     results = {}
     for who, run_env in (("git", git_env()), ("packorder", env)):
@@ -157,18 +143,28 @@ def test_a_push_and_a_fetch_index_with_packorder_as_with_git(history: Repo, tmp_
             capture_output=True,
         )
         assert fetch.returncode == 0, fetch.stderr
-        for repo in (server, client):
+        cloned = tmp_path / f"{who}-clone.git"
+        clone = subprocess.run(
+            ["git", "clone", "-q", "--bare", "--no-local", str(server), str(cloned)], env=run_env, capture_output=True
+        )
+        assert clone.returncode == 0, clone.stderr
+        for repo in (server, client, cloned):
             fsck = git_run("-C", str(repo), "fsck", "--full", "--no-dangling")
             assert fsck.returncode == 0, fsck.stderr
         results[who] = [
-            sorted(p.name for p in (repo / "objects" / "pack").iterdir() if p.suffix != ".keep")
-            for repo in (server, client)
-        ] + [git_run("-C", str(client), "rev-parse", "main").stdout]
+            sorted(
+                (p.name, p.read_bytes()) for p in (repo / "objects" / "pack").iterdir() if p.suffix in (".idx", ".pack")
+            )
+            for repo in (server, client, cloned)
+        ] + [git_run("-C", str(r), "show-ref").stdout for r in (client, cloned)]
     assert results["packorder"] == results["git"]
     calls = log.read_text().splitlines()
-    # receive-pack's and fetch-pack's own options, header already read, both through us.
-    assert len(calls) == 2 and all("--stdin" in c and "--pack_header=2," in c for c in calls), calls
+    # receive-pack's and fetch-pack's own options (header already read), all through us; a
+    # clone asks whether the pack is self-contained and connected.
+    assert len(calls) == 3 and all("--stdin" in c for c in calls), calls
+    assert all("--pack_header=2," in c for c in calls[:2]), calls
     assert "--report-end-of-input" in calls[0] and "--fix-thin" in calls[1]
+    assert "--check-self-contained-and-connected" in calls[2]
 
 
 @pytest.mark.parametrize("title", [None, "Fetching objects"])
@@ -185,3 +181,63 @@ def test_progress_titles_as_git_shows_them(packs: dict[str, Path], tmp_path: Pat
         return list(dict.fromkeys(line.split(":")[0] for line in lines if "%" in line))
 
     assert titles(mine.stderr) == titles(git.stderr) == [title or "Receiving objects", "Resolving deltas"]
+
+
+def test_pushes_and_fetches_checked_by_fsck_rules_as_with_git(history: Repo, tmp_path: Path) -> None:
+    """receive.fsckObjects and fetch.fsckObjects: receive-pack and fetch-pack then pass
+    --strict (with each receive.fsck.<msg-id> as --strict=<msg-id>=<severity>)."""
+    env, log = exec_path_routing_index_pack(tmp_path)
+    source = tmp_path / "source.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(history.path), str(source)], check=True, env=git_env())
+    head = git_run("-C", str(source), "rev-parse", "HEAD").stdout.decode().strip()
+    tree = git_run("-C", str(source), "rev-parse", "HEAD^{tree}").stdout.decode().strip()
+    bad = f"tree {tree}\nparent {head}\nauthor No Email 1 +0000\ncommitter No Email 1 +0000\n\nbad\n"
+    bad_id = git_run(
+        "-C", str(source), "hash-object", "--literally", "-t", "commit", "-w", "--stdin", input=bad.encode()
+    )
+    subprocess.run(
+        ["git", "-C", str(source), "update-ref", "refs/heads/bad", bad_id.stdout.decode().strip()], check=True
+    )
+    outcomes = {}
+    for who, run_env in (("git", git_env()), ("packorder", env)):
+        server = bare_repo(tmp_path / f"{who}-server.git")
+        for key, value in (("receive.unpackLimit", "1"), ("receive.fsckObjects", "true")):
+            subprocess.run(["git", "-C", str(server), "config", key, value], check=True)
+
+        def push(ref: str, *config: str, server: Path = server, run_env: dict = run_env) -> tuple[int, list[str]]:
+            p = subprocess.run(
+                ["git", "-C", str(source), *config, "push", "-q", str(server), ref],
+                env=run_env,
+                capture_output=True,
+            )
+            text = p.stderr.decode().replace(str(server), "SERVER")
+            return p.returncode, [line for line in text.splitlines() if "error:" in line or "fatal:" in line]
+
+        good = push("main:refs/heads/main")
+        rejected = push("bad:refs/heads/bad")
+        subprocess.run(["git", "-C", str(server), "config", "receive.fsck.missingEmail", "warn"], check=True)
+        downgraded = push("bad:refs/heads/bad")
+        client = bare_repo(tmp_path / f"{who}-client.git")
+        config = ["-c", "fetch.unpackLimit=1", "-c", "fetch.fsckObjects=true"]
+        fetch = subprocess.run(
+            ["git", "-C", str(client), *config, "fetch", "-q", str(server), "main:main"],
+            env=run_env,
+            capture_output=True,
+        )
+        # The downgraded push stored the commit without an email: fsck allowed it the same.
+        check = git_run("-C", str(server), "-c", "fsck.missingEmail=warn", "fsck", "--full", "--no-dangling")
+        assert check.returncode == 0, check.stderr
+        outcomes[who] = (
+            good,
+            rejected,
+            downgraded,
+            fetch.returncode,
+            git_run("-C", str(client), "rev-parse", "main").stdout,
+        )
+    assert outcomes["packorder"] == outcomes["git"]
+    good, rejected, downgraded, fetched, _ = outcomes["git"]
+    assert good[0] == 0 and rejected[0] != 0 and downgraded[0] == 0 and fetched == 0
+    assert any("missingEmail" in line for line in rejected[1])
+    calls = log.read_text().splitlines()
+    assert sum("--strict" in c for c in calls) >= 4, calls
+    assert any("--strict=missingemail=warn" in c.lower() for c in calls), calls
