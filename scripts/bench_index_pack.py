@@ -9,7 +9,14 @@ RSS (the child's ru_maxrss), and check that every tool wrote the same .idx bytes
 packorder the same .rev).
 
     scripts/bench_index_pack.py PACK [PACK...] [--runs 5] [--threads N] [--git /usr/bin/git]
-        [--libgit2] [--dulwich] [--gix PATH] [--other-runs N]
+        [--libgit2] [--dulwich] [--gix PATH] [--other-runs N] [--index-arg=--strict ...] [--stdin]
+
+`--index-arg` passes an option to both `git index-pack` and `packorder index-pack` (for
+example --strict, the object checks a server runs on every push). Both run in an empty bare
+repository, as a server indexes the first push of a history (Git 2.47 crashes on --strict
+outside one). With `--stdin` the pack comes on standard input and is stored in that
+repository, as receive-pack runs index-pack (with --strict, Git reads the .gitattributes
+blobs trees name back from the stored pack, which it cannot do with `-o` elsewhere).
 
 libgit2's indexer reads a pack as a stream (`git_indexer_append`) and writes a copy of it
 beside the index, as `git index-pack --stdin` does; there is no call indexing a pack file in
@@ -36,12 +43,14 @@ class Run:
     peak_rss: int
 
 
-def timed(cmd: list[str]) -> Run:
+def timed(cmd: list[str], cwd: Path | None = None, stdin: Path | None = None) -> Run:
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    with open(stdin or os.devnull, "rb") as feed:
+        proc = subprocess.Popen(cmd, stdin=feed, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+        # Read to the end before waiting: a child with more to say than a pipe holds blocks.
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if status != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({status}): {err.strip()}")
     return Run(elapsed, usage.ru_maxrss * 1024)
@@ -129,14 +138,27 @@ def bench(pack: Path, runs: int, threads: int, gits: list[str], packorder: list[
         results: dict[str, list[Run]] = {g: [] for g in gits}
         ours: list[Run] = []
         tools = others(pack, work, threads, args)
+        extra = args.index_arg or []
+        repo = work / "empty.git"
+        subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+        if extra:
+            print(f"options given to both: {' '.join(extra)}")
+
+        def index(cmd: list[str], name: str) -> Run:
+            if not args.stdin:
+                return timed([*cmd, "-o", str(work / f"{name}.idx"), str(pack.resolve())], cwd=repo)
+            run = timed([*cmd, "--stdin"], cwd=repo, stdin=pack)
+            for f in (repo / "objects" / "pack").iterdir():
+                if f.suffix in (".idx", ".rev"):
+                    shutil.move(f, work / f"{name}{f.suffix}")
+                else:
+                    f.unlink()
+            return run
+
         for i in range(runs):
             for g in gits:
-                results[g].append(
-                    timed([g, "index-pack", f"--threads={threads}", "-o", str(work / "git.idx"), str(pack)])
-                )
-            ours.append(
-                timed([*packorder, "index-pack", "-q", f"--threads={threads}", "-o", str(work / "ours.idx"), str(pack)])
-            )
+                results[g].append(index([g, "index-pack", f"--threads={threads}", *extra], "git"))
+            ours.append(index([*packorder, "index-pack", "-q", f"--threads={threads}", *extra], "ours"))
             if i == 0:
                 same = all(
                     (work / f"git{ext}").read_bytes() == (work / f"ours{ext}").read_bytes() for ext in (".idx", ".rev")
@@ -183,6 +205,8 @@ def main() -> None:
     ap.add_argument("--dulwich", action="store_true", help="also dulwich's (needs dulwich)")
     ap.add_argument("--gix", metavar="PATH", help="also gitoxide's (`gix free pack index create`)")
     ap.add_argument("--other-runs", type=int, help="runs of those (default: --runs)")
+    ap.add_argument("--index-arg", action="append", help="an option for both index-packs (repeatable)")
+    ap.add_argument("--stdin", action="store_true", help="feed the pack on stdin into an empty repository")
     args = ap.parse_args()
     script = shutil.which("packorder")
     packorder = [script] if script else [sys.executable, "-m", "packorder"]
