@@ -62,6 +62,16 @@ pub struct ScanOptions<'a> {
 
 pub const DEFAULT_SPLIT_MIN_BYTES: u64 = 4 * SYNC_SPAN;
 
+fn new_scanner<'a>(pack: &'a PackFile, limit: u64, opts: &ScanOptions<'a>) -> Scanner<'a> {
+    Scanner::new(
+        pack,
+        limit,
+        opts.detect_collisions,
+        opts.whole_limit,
+        opts.check,
+    )
+}
+
 pub struct ScanResult {
     pub header: PackHeader,
     pub table: Table,
@@ -84,7 +94,7 @@ fn scan_region(
     opts: &ScanOptions,
     progress: &Progress,
 ) -> Region {
-    let mut scanner = Scanner::new(pack, limit, opts);
+    let mut scanner = new_scanner(pack, limit, opts);
     let mut table = Table::default();
     // Sized up front: growing by reallocation leaves the old blocks behind as heap fragments.
     table.reserve(expected);
@@ -143,7 +153,7 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
             let handles: Vec<_> = (1..threads)
                 .map(|i| {
                     let from = PACK_HEADER_LEN + span / threads as u64 * i as u64;
-                    s.spawn(move || Scanner::new(pack, limit, opts).find_boundary(from))
+                    s.spawn(move || new_scanner(pack, limit, opts).find_boundary(from))
                 })
                 .collect();
             handles
@@ -282,7 +292,7 @@ fn stitch(
                 break None;
             }
             // The chains have not met: continue sequentially from `cur`.
-            let sc = scanner.get_or_insert_with(|| Scanner::new(pack, limit, opts));
+            let sc = scanner.get_or_insert_with(|| new_scanner(pack, limit, opts));
             cur = sc.entry(cur, &mut table)?;
             if table.len() as u64 >= count {
                 break None;
@@ -300,7 +310,7 @@ fn stitch(
     }
     // A region may have stopped at its split point without reaching the pack's end.
     while (table.len() as u64) < count && cur < limit {
-        let sc = scanner.get_or_insert_with(|| Scanner::new(pack, limit, opts));
+        let sc = scanner.get_or_insert_with(|| new_scanner(pack, limit, opts));
         cur = sc.entry(cur, &mut table)?;
     }
     Ok((table, cur))

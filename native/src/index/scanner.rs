@@ -4,7 +4,6 @@
 
 use crate::error::{PackError, Result};
 use crate::fsck::{Checker, Seen};
-use crate::index::scan::ScanOptions;
 use crate::index::table::Table;
 use crate::pack::entry::{
     is_delta, parse_header, BaseRef, EntryHeader, MAX_HEADER_LEN, OBJ_BLOB, RAWSZ,
@@ -48,17 +47,23 @@ pub(crate) struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
-    /// A scanner of `pack` up to `limit`; entries inflating to more than the options'
-    /// `whole_limit` are streamed.
-    pub(crate) fn new(pack: &'a PackFile, limit: u64, opts: &ScanOptions<'a>) -> Self {
+    /// A scanner of `pack` up to `limit`; entries inflating to more than `whole_limit` are
+    /// streamed; `check` sees every whole object it hashes.
+    pub(crate) fn new(
+        pack: &'a PackFile,
+        limit: u64,
+        detect_collisions: bool,
+        whole_limit: u64,
+        check: Option<&'a Checker>,
+    ) -> Self {
         Scanner {
             pack,
             window: Window::new(pack, limit, WINDOW),
             inflater: Inflater::new(),
             scratch: Vec::new(),
-            detect_collisions: opts.detect_collisions,
-            whole_limit: opts.whole_limit.min(WHOLE_LIMIT),
-            check: opts.check,
+            detect_collisions,
+            whole_limit: whole_limit.min(WHOLE_LIMIT),
+            check,
         }
     }
 
