@@ -241,3 +241,29 @@ def test_pushes_and_fetches_checked_by_fsck_rules_as_with_git(history: Repo, tmp
     calls = log.read_text().splitlines()
     assert sum("--strict" in c for c in calls) >= 4, calls
     assert any("--strict=missingemail=warn" in c.lower() for c in calls), calls
+
+
+def test_a_blobless_clone_checked_by_fsck_rules_as_with_git(tmp_path: Path) -> None:
+    """A partial clone (--filter=blob:none) with transfer.fsckObjects: the trees name
+    .gitattributes and .gitmodules blobs the pack does not carry; they are promised, and Git
+    skips them. So must we."""
+    env, log = exec_path_routing_index_pack(tmp_path)
+    source = Repo(tmp_path / "source")
+    source.write(".gitattributes", "*.c diff\n")
+    source.write(".gitmodules", '[submodule "a"]\n\tpath = a\n\turl = https://example.com/a.git\n')
+    source.write("x.c", "int x;\n")
+    source.commit("one")
+    source.run("config", "uploadpack.allowFilter", "true")
+    outcomes = {}
+    for who, run_env in (("git", git_env()), ("packorder", env)):
+        dest = tmp_path / f"{who}.git"
+        options = ["-q", "--bare", "--filter=blob:none", "--no-local"]
+        clone = subprocess.run(
+            ["git", "-c", "transfer.fsckObjects=true", "clone", *options, str(source.path), str(dest)],
+            env=run_env,
+            capture_output=True,
+        )
+        outcomes[who] = (clone.returncode, clone.stderr, git_run("-C", str(dest), "show-ref").stdout)
+    assert outcomes["packorder"] == outcomes["git"]
+    assert outcomes["git"][0] == 0
+    assert any("--promisor" in c for c in log.read_text().splitlines())

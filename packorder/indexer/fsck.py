@@ -171,8 +171,10 @@ def _object_types(git_dir: Path, oids_hex: list[str]) -> dict[str, str | None]:
     return types
 
 
-def finish(native, run_checks: Checks, git_dir: Path | None) -> Outcome:
-    """End the checks of an indexed pack; raises FsckError on the first failure."""
+def finish(native, run_checks: Checks, git_dir: Path | None, promised: bool = False) -> Outcome:
+    """End the checks of an indexed pack; raises FsckError on the first failure. `promised`:
+    the pack is a promisor pack, or the repository a partial clone, so that a special blob
+    nobody has is one the promisor remote holds (Git skips it then: blob:none clones)."""
     findings, foreign_ids, foreign_kinds, outside = native.finish_checks()
     printed: list[str] = []
     _settle(findings, printed)
@@ -191,6 +193,8 @@ def finish(native, run_checks: Checks, git_dir: Path | None) -> Outcome:
             raise FsckError("cannot perform queued object checks outside of a repository", printed)
         with gitcmd.ObjectReader(git_dir) as reader:
             for (oid, special), (_, obj) in zip(outside, reader.read_many([o.hex() for o, _ in outside]), strict=True):
+                if obj is None and promised:
+                    continue
                 if obj is None and special == "gitmodules":
                     missing.append(oid.hex())
                     continue

@@ -294,7 +294,10 @@ def index_pack(
     else:
         with contextlib.suppress(RepositoryError):
             git_dir = gitcmd.find_git_dir()
-    settings = _settings(gitcmd.read_config(git_dir), threads, max_memory, index_version, off32_limit, rev_index)
+    config = gitcmd.read_config(git_dir)
+    settings = _settings(config, threads, max_memory, index_version, off32_limit, rev_index)
+    # A special blob a promisor pack's trees name, or a partial clone's, may be promised.
+    promised = promisor not in (None, False) or config.get("extensions.partialclone") is not None
 
     received: Path | None = None
     if stdin is not None:
@@ -347,7 +350,7 @@ def index_pack(
             run.native.record_shape()
         run.call("resolve", run.native.resolve)
         if checks is not None and run.native.checks_failed():
-            fsck.finish(run.native, checks, git_dir)  # raises, as Git dies at the first failure
+            fsck.finish(run.native, checks, git_dir, promised)  # raises: Git dies at the first
         appended = 0
         if fix_thin and run.native.unresolved_offsets():
             assert git_dir is not None
@@ -361,7 +364,7 @@ def index_pack(
         checked = None
         if checks is not None:
             t = time.perf_counter()
-            checked = fsck.finish(run.native, checks, git_dir)
+            checked = fsck.finish(run.native, checks, git_dir, promised)
             run.seconds["check"] = time.perf_counter() - t
         names, write_idx, write_rev, version = _index_writers(run.native, settings, checksum, anomalies)
         if git_dir is not None:

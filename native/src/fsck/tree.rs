@@ -168,6 +168,26 @@ fn verify_ordered<'a>(
     }
 }
 
+/// An entry named `.gitmodules` or `.gitattributes`: its blob is checked later, unless it is
+/// a symbolic link, which is reported (true when that fails the tree).
+fn note_special(
+    r: &mut Report,
+    found: &mut Vec<(ObjectId, Special)>,
+    e: &Entry,
+    special: Special,
+) -> bool {
+    if e.mode != S_IFLNK {
+        found.push((e.id, special));
+        return false;
+    }
+    match special {
+        Special::Gitmodules => r.report(Msg::GitmodulesSymlink, ".gitmodules is a symbolic link"),
+        Special::Gitattributes => {
+            r.report(Msg::GitattributesSymlink, ".gitattributes is a symlink")
+        }
+    }
+}
+
 /// Whether `name` can be one of the names HFS+ or NTFS read as `.git`, `.gitmodules` and the
 /// like: those start with '.', 'g', 'm' or '~' (an NTFS short name), or with a character
 /// HFS+ ignores (not ASCII). Nearly every name is ruled out by its first byte.
@@ -224,18 +244,10 @@ pub fn check<'a>(
         if may_be_special(name) {
             dotgit |= is_dotgit(name);
             if is_dotgitmodules(name) {
-                if symlink {
-                    failed |= r.report(Msg::GitmodulesSymlink, ".gitmodules is a symbolic link");
-                } else {
-                    found.push((e.id, Special::Gitmodules));
-                }
+                failed |= note_special(r, found, &e, Special::Gitmodules);
             }
             if is_dotgitattributes(name) {
-                if symlink {
-                    failed |= r.report(Msg::GitattributesSymlink, ".gitattributes is a symlink");
-                } else {
-                    found.push((e.id, Special::Gitattributes));
-                }
+                failed |= note_special(r, found, &e, Special::Gitattributes);
             }
             if symlink {
                 if is_dotgitignore(name) {
@@ -250,11 +262,7 @@ pub fn check<'a>(
             let after = &name[k + 1..];
             dotgit |= is_ntfs_dotgit(after);
             if is_ntfs_dotgitmodules(after) {
-                if symlink {
-                    failed |= r.report(Msg::GitmodulesSymlink, ".gitmodules is a symbolic link");
-                } else {
-                    found.push((e.id, Special::Gitmodules));
-                }
+                failed |= note_special(r, found, &e, Special::Gitmodules);
             }
         }
         rest = &rest[used..];

@@ -3,17 +3,7 @@
 use std::path::Path;
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
-
-fn kind_of(name: &[u8]) -> Option<u8> {
-    match name {
-        b"commit" => Some(OBJ_COMMIT),
-        b"tree" => Some(OBJ_TREE),
-        b"blob" => Some(OBJ_BLOB),
-        b"tag" => Some(OBJ_TAG),
-        _ => None,
-    }
-}
+use crate::pack::entry::type_named;
 
 fn bad(path: &Path, what: &str) -> PackError {
     PackError::general(format!(
@@ -33,7 +23,7 @@ fn parse_loose_header(head: &[u8], path: &Path) -> Result<(u8, u64, usize)> {
         .iter()
         .position(|&c| c == b' ')
         .ok_or_else(|| bad(path, "bad header"))?;
-    let kind = kind_of(&text[..sp]).ok_or_else(|| bad(path, "unknown object type"))?;
+    let kind = type_named(&text[..sp]).ok_or_else(|| bad(path, "unknown object type"))?;
     let digits = &text[sp + 1..];
     if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
         return Err(bad(path, "bad size in header"));
