@@ -320,3 +320,32 @@ def test_a_thin_push_checked_strictly_completes_as_in_git(history, tmp_path: Pat
     assert (ours.returncode, ours.stderr) == (theirs.returncode, theirs.stderr)
     assert ours.returncode == (0 if option == "--strict" else 1)
     assert ours.stdout.startswith(b"pack\t") and theirs.stdout.startswith(b"pack\t")
+
+
+def test_objects_a_scan_thread_read_from_a_false_boundary_are_not_checked(tmp_path: Path) -> None:
+    """A blob stored without compression can hold what looks like pack entries; a thread of
+    the first pass that starts inside it reads them. A tree among them links to an object
+    nobody has: had its check counted, the pack would fail --strict."""
+    from packorder import _native
+    from packorder.indexer import fsck
+
+    inner = PackBuilder()
+    inner.whole(TREE, tree(("100644", "evil", b"\xaa" * 20)))
+    inner.whole(BLOB, b"after the fake tree\n")
+    fake = bytes(inner.body)
+    # The split point (half way) falls in the zeros before the fake entries.
+    outer = bytes(8192) + fake + bytes(2048)
+    b = PackBuilder()
+    b.whole(BLOB, b"first\n")
+    b.whole(BLOB, outer, level=0)
+    b.whole(BLOB, b"last\n")
+    pack = tmp_path / "p.pack"
+    pack.write_bytes(b.build())
+    checks = fsck.checks(strict=True, fsck_objects=False, self_contained=False)
+    indexer = _native.PackIndexer(str(pack), 2, 1 << 26, 1 << 30, True, False, 0)
+    indexer.set_checks(*checks)
+    indexer.scan()
+    indexer.resolve()
+    findings, foreign, _, outside = indexer.finish_checks()
+    assert (findings, foreign, outside) == ([], b"", [])
+    assert git(None, "index-pack", "--strict", str(pack)) and (tmp_path / "p.idx").exists()

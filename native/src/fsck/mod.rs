@@ -95,6 +95,12 @@ impl Checker {
         self.failed.load(Ordering::Relaxed)
     }
 
+    /// Forget everything checked so far (the first pass read objects of no pack: see
+    /// index::checks::check_again).
+    pub fn reset(&mut self) {
+        *self = Checker::new(self.objects, self.links, std::mem::take(&mut self.rules));
+    }
+
     fn record(&self, seen: Seen, id: &ObjectId, lines: Vec<(u8, String)>, fatal: Option<String>) {
         if lines.is_empty() && fatal.is_none() {
             return;

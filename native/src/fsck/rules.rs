@@ -122,6 +122,7 @@ impl Msg {
 }
 
 /// The rules of one run.
+#[derive(Default)]
 pub struct Rules {
     /// One severity per message, in the order of MESSAGES.
     pub severities: Vec<Severity>,

@@ -76,6 +76,9 @@ pub struct ScanResult {
     pub header: PackHeader,
     pub table: Table,
     pub checksum: [u8; RAWSZ],
+    /// Some thread read entries from a boundary that was not one (they looked like entries:
+    /// a stored blob holding a pack can): whatever checked them saw objects of no pack.
+    pub false_entries: bool,
 }
 
 struct Region {
@@ -203,7 +206,7 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
     });
     progress.check_cancelled()?;
 
-    let (mut table, end) = stitch(pack, limit, count, regions, opts)?;
+    let (mut table, end, dropped) = stitch(pack, limit, count, regions, opts)?;
     if (table.len() as u64) < count {
         return Err(PackError::at(
             end,
@@ -232,6 +235,8 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
     }
     table.truncate(count as usize);
     table.entries.data_end = limit;
+    let offsets = &table.entries.offsets;
+    let false_entries = dropped.iter().any(|o| offsets.binary_search(o).is_err());
 
     let checksum = checksum?;
     let mut trailer = [0u8; RAWSZ];
@@ -250,22 +255,25 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
         header,
         table,
         checksum,
+        false_entries,
     })
 }
 
 /// Join the regions into one table in pack order, re-parsing wherever two threads' chains of
-/// entries do not meet. Stops once `count` entries are known.
+/// entries do not meet. Stops once `count` entries are known. Also returns the offsets of the
+/// entries a thread read that were not taken (read twice, or from a false boundary).
 fn stitch(
     pack: &PackFile,
     limit: u64,
     count: u64,
     regions: Vec<Region>,
     opts: &ScanOptions,
-) -> Result<(Table, u64)> {
+) -> Result<(Table, u64, Vec<u64>)> {
     let mut regions = regions.into_iter();
+    let mut dropped = Vec::new();
     // The first region starts at the first entry: its table becomes the result, uncopied.
     let Some(first) = regions.next() else {
-        return Ok((Table::default(), PACK_HEADER_LEN));
+        return Ok((Table::default(), PACK_HEADER_LEN, dropped));
     };
     let mut table = first.table;
     let mut cur = first.end;
@@ -279,7 +287,8 @@ fn stitch(
     let mut scanner: Option<Scanner> = None;
     for region in rest {
         if table.len() as u64 >= count {
-            break;
+            dropped.extend_from_slice(&region.table.entries.offsets);
+            continue;
         }
         let from = loop {
             if cur == region.start {
@@ -298,6 +307,8 @@ fn stitch(
                 break None;
             }
         };
+        let taken = from.unwrap_or(region.table.len());
+        dropped.extend_from_slice(&region.table.entries.offsets[..taken]);
         if let Some(from) = from {
             table.append_from(&region.table, from);
             cur = region.end;
@@ -313,5 +324,5 @@ fn stitch(
         let sc = scanner.get_or_insert_with(|| new_scanner(pack, limit, opts));
         cur = sc.entry(cur, &mut table)?;
     }
-    Ok((table, cur))
+    Ok((table, cur, dropped))
 }

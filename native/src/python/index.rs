@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use crate::error::PackError;
 use crate::fsck::Checker;
+use crate::index::checks;
 use crate::index::resolve::{resolve, unresolved, Forest, ResolveOptions, ResolveStats};
 use crate::index::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES};
 use crate::index::table::Table;
@@ -151,6 +152,12 @@ impl PackIndexer {
             Ok::<_, PackError>((r, forest))
         });
         let (r, forest) = result.map_err(to_py_err)?;
+        if let Some(check) = st.check.as_mut().filter(|_| r.false_entries) {
+            let limit = st.resolve_opts.object_limit;
+            let (pack, table) = (&st.pack, &r.table);
+            py.detach(|| checks::check_again(pack, table, check, limit))
+                .map_err(to_py_err)?;
+        }
         crate::trim_heap();
         st.header = Some(r.header);
         st.checksum = Some(r.checksum);
