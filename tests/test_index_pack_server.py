@@ -267,3 +267,11 @@ def test_a_blobless_clone_checked_by_fsck_rules_as_with_git(tmp_path: Path) -> N
     assert outcomes["packorder"] == outcomes["git"]
     assert outcomes["git"][0] == 0
     assert any("--promisor" in c for c in log.read_text().splitlines())
+
+
+@pytest.mark.parametrize("header", ["x", "2", "2,x", "2,1x"])
+def test_a_bad_pack_header_fails_as_in_git(tmp_path: Path, header: str) -> None:
+    repo = bare_repo(tmp_path / "r.git")
+    git = git_run("-C", str(repo), "index-pack", "--stdin", f"--pack_header={header}", input=b"")
+    ours = run_cli("index-pack", "--stdin", f"--pack_header={header}", "--repo", str(repo), input=b"")
+    assert (ours.returncode, ours.stderr) == (git.returncode, git.stderr) == (128, git.stderr)

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from packorder.errors import PackError, UsageError
+from packorder.errors import PackError
 from packorder.units import git_humanise_bytes
 
 
@@ -22,12 +22,13 @@ def pack_header(value: str) -> bytes:
     """The 12 bytes of `--pack_header=VERSION,OBJECTS` (a caller that read them already, as
     receive-pack and fetch-pack do), parsed as Git parses it."""
     version, comma, count = value.partition(",")
+    # Git's words and status (128: it dies, it shows no usage).
     if not comma or not version.isdigit() or not count.isdigit():
-        raise UsageError(f"bad --pack_header: {value}")
+        raise PackError(f"bad --pack_header={value}")
     try:
         return b"PACK" + struct.pack(">II", int(version), int(count))
     except struct.error:
-        raise UsageError(f"bad --pack_header: {value}") from None
+        raise PackError(f"bad --pack_header={value}") from None
 
 
 def receive(stream: BinaryIO, pack_dir: Path, header: bytes = b"", limit: int | None = None) -> Path:
