@@ -13,8 +13,9 @@ const SHARDS: usize = 64;
 const RECENT_SLOTS: usize = 1 << 14;
 
 /// One shard: open addressing over slots of id + type (21 bytes, type 0 for an empty slot),
-/// filled to at most 7/8. A third of the memory of a general map of ids: on git/git's pack
-/// it holds every one of the 419,403 objects, as Git's object table does.
+/// filled to at most 7/8; a general map of ids took 33 bytes a slot (on git/git's pack, where
+/// the table holds every one of the 419,403 objects as Git's does, the strict run's peak went
+/// from 77.7 to 69.9 MiB).
 #[derive(Default)]
 struct Shard {
     slots: Vec<[u8; 21]>,
