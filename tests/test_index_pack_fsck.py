@@ -349,3 +349,29 @@ def test_objects_a_scan_thread_read_from_a_false_boundary_are_not_checked(tmp_pa
     findings, foreign, _, outside = indexer.finish_checks()
     assert (findings, foreign, outside) == ([], b"", [])
     assert git(None, "index-pack", "--strict", str(pack)) and (tmp_path / "p.idx").exists()
+
+
+def test_a_bad_object_resolved_from_a_base_of_the_repository_fails_as_in_git(tmp_path: Path) -> None:
+    """A thin pack whose one delta, once its base is appended from the repository, is a tree
+    Git's rules refuse: the failure is the check's, not the unresolved delta's."""
+    from packbuilder import make_delta
+
+    base = tree(("100644", "a", X_ID))
+    bad = tree(("100644", ".", X_ID), ("100644", "a", X_ID))
+    b = PackBuilder()
+    b.ref_delta(object_id(TREE, base), make_delta(base, bad))
+    thin = b.build()
+    results = []
+    for who in ("git", "ours"):
+        repo = tmp_path / f"{who}.git"
+        git(None, "init", "-q", "--bare", str(repo))
+        for kind, data in ((TREE, base), BLOB_X):
+            name = {TREE: "tree", BLOB: "blob"}[kind]
+            git(repo, "hash-object", "--literally", "-w", "--stdin", "-t", name, input=data)
+        args = ("index-pack", "--stdin", "--fix-thin", "--strict")
+        if who == "git":
+            results.append(subprocess.run(["git", *args], input=thin, capture_output=True, cwd=repo, env=git_env()))
+        else:
+            results.append(run_cli(*args, input=thin, cwd=repo))
+    same(*results)
+    assert results[1].returncode == 128

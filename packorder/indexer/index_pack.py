@@ -349,12 +349,18 @@ def index_pack(
         if stat is not None:
             run.native.record_shape()
         run.call("resolve", run.native.resolve)
-        if checks is not None and run.native.checks_failed():
-            fsck.finish(run.native, checks, git_dir, promised)  # raises: Git dies at the first
+
+        def failed_checks() -> None:
+            # Resolving stopped at an object that failed: its failure, as Git dies at it.
+            if checks is not None and run.native.checks_failed():
+                fsck.finish(run.native, checks, git_dir, promised)  # raises
+
+        failed_checks()
         appended = 0
         if fix_thin and run.native.unresolved_offsets():
             assert git_dir is not None
             appended = _fix_thin(run, git_dir, settings.compression)
+            failed_checks()
         _check_resolved(run)
         checksum = run.native.checksum
         if appended:
