@@ -340,3 +340,115 @@ impl Checker {
         f
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsck::rules::{Severity, MESSAGES};
+
+    /// Pieces objects are made of, so that random inputs reach every branch of the parsers.
+    const PIECES: &[&[u8]] = &[
+        b"tree ",
+        b"parent ",
+        b"author ",
+        b"committer ",
+        b"tagger ",
+        b"object ",
+        b"type ",
+        b"tag ",
+        b"gpgsig ",
+        b"commit",
+        b"blob",
+        b"\n",
+        b"\n\n",
+        b"\0",
+        b" ",
+        b"<",
+        b">",
+        b"a@b",
+        b"Name",
+        b"0",
+        b"1234567890",
+        b"99999999999999999999999",
+        b"+0000",
+        b"-12",
+        b"4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+        b"4B825DC642CB6EB9A060E54BF8D69288FBEE4904",
+        b"100644 ",
+        b"40000 ",
+        b"120000 ",
+        b"0100644 ",
+        b".git",
+        b".gitmodules",
+        b"GIT~1",
+        b"gi7eba~1",
+        b"\\",
+        b"/",
+        b".",
+        b"..",
+        b"\xe2\x80\x8c",
+        b"\xff",
+        b"[submodule \"",
+        b"\"]",
+        b"url = ",
+        b"path = -x",
+        b"update = !x",
+        b"../",
+        b"https://",
+        b"%0a",
+        b":",
+        b"\t",
+        b"#",
+        b";",
+        b"\\\n",
+        b"\xef\xbb\xbf",
+    ];
+
+    fn random_object(state: &mut u64) -> Vec<u8> {
+        let mut next = || {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            *state
+        };
+        let n = (next() % 24) as usize;
+        let mut out = Vec::new();
+        for _ in 0..n {
+            match next() % 8 {
+                // Raw bytes too, and ids of 20 random bytes where a tree wants them.
+                0 => out.extend((0..(next() % 24)).map(|_| next() as u8)),
+                _ => out.extend_from_slice(PIECES[(next() as usize) % PIECES.len()]),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn hostile_objects_are_reported_never_a_panic() {
+        let rules = Rules {
+            severities: vec![Severity::Warn; MESSAGES.len()],
+            skip: Vec::new(),
+            max_tree_entry_len: 4096,
+        };
+        let check = Checker::new(true, true, rules);
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..200_000u64 {
+            let data = random_object(&mut state);
+            let id: ObjectId = std::array::from_fn(|k| (i >> (k % 8)) as u8 ^ k as u8);
+            for kind in [OBJ_COMMIT, OBJ_TREE, OBJ_TAG] {
+                check.check(
+                    Seen {
+                        delta: false,
+                        offset: i,
+                    },
+                    kind,
+                    &id,
+                    &data,
+                );
+            }
+            check.check_special(Seen::AFTER, &id, Special::Gitmodules, &data);
+            check.check_special(Seen::AFTER, &id, Special::Gitattributes, &data);
+        }
+        assert!(!check.take_findings().is_empty());
+    }
+}
