@@ -63,6 +63,8 @@ pub struct Checker {
     pub objects: bool,
     /// Gather links for the connectivity check (`--strict`, `--check-self-contained-...`).
     pub links: bool,
+    /// Git's strict index too: no object may appear twice.
+    pub strict: bool,
     pub rules: Rules,
     findings: Mutex<Vec<Finding>>,
     failed: AtomicBool,
@@ -73,15 +75,26 @@ pub struct Checker {
     deferred: Mutex<Vec<u64>>,
 }
 
+/// Git's object lookup refusing an id it knows as another type.
+fn clash(id: &ObjectId, known: u8, kind: u8) -> String {
+    format!(
+        "object {} is a {}, not a {}",
+        hex(id),
+        type_name(known),
+        type_name(kind)
+    )
+}
+
 fn plain(lines: Vec<String>) -> Vec<(u8, String)> {
     lines.into_iter().map(|l| (PLAIN_ERROR, l)).collect()
 }
 
 impl Checker {
-    pub fn new(objects: bool, links: bool, rules: Rules) -> Self {
+    pub fn new(objects: bool, links: bool, strict: bool, rules: Rules) -> Self {
         Checker {
             objects,
             links,
+            strict,
             rules,
             findings: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
@@ -98,7 +111,8 @@ impl Checker {
     /// Forget everything checked so far (the first pass read objects of no pack: see
     /// index::checks::check_again).
     pub fn reset(&mut self) {
-        *self = Checker::new(self.objects, self.links, std::mem::take(&mut self.rules));
+        let rules = std::mem::take(&mut self.rules);
+        *self = Checker::new(self.objects, self.links, self.strict, rules);
     }
 
     fn record(&self, seen: Seen, id: &ObjectId, lines: Vec<(u8, String)>, fatal: Option<String>) {
@@ -139,12 +153,7 @@ impl Checker {
         let Some(known) = self.linked.record(to, kind) else {
             return true;
         };
-        let mut lines = vec![format!(
-            "object {} is a {}, not a {}",
-            hex(&to),
-            type_name(known),
-            type_name(kind)
-        )];
+        let mut lines = vec![clash(&to, known, kind)];
         let fatal = match from_kind {
             OBJ_COMMIT => {
                 let what = if kind == OBJ_TREE {
@@ -171,12 +180,7 @@ impl Checker {
         let Some(known) = self.linked.record(*id, kind) else {
             return true;
         };
-        let line = format!(
-            "object {} is a {}, not a {}",
-            hex(id),
-            type_name(known),
-            type_name(kind)
-        );
+        let line = clash(id, known, kind);
         let fatal = if kind == OBJ_BLOB {
             format!("invalid blob object {}", hex(id))
         } else {
@@ -216,7 +220,7 @@ impl Checker {
             }
         }
         // A tree checked by fsck's rules is walked by the same decoding.
-        let (mut walked, mut checked_tree) = (Vec::new(), false);
+        let mut walked = Vec::new();
         if self.objects {
             let mut r = Report::new(&self.rules, id);
             let mut found = Vec::new();
@@ -226,7 +230,6 @@ impl Checker {
                 OBJ_TREE => tree::check(&mut r, &self.rules, data, &mut found, &mut walked),
                 _ => false,
             };
-            checked_tree = kind == OBJ_TREE;
             if !found.is_empty() {
                 let mut specials = self.specials.lock().unwrap_or_else(|e| e.into_inner());
                 specials.extend(found.into_iter().map(|(blob, s)| (blob, s, seen)));
@@ -240,39 +243,29 @@ impl Checker {
         if !self.links || kind != OBJ_TREE {
             return;
         }
-        // Git's walk prints the error of a malformed entry again; only a downgraded badTree
-        // gets here with one (`walked` is empty then), and the walk decodes it itself.
-        if checked_tree && !walked.is_empty() {
-            for e in walked {
-                if let Some(k) = tree::link_kind(e.mode) {
-                    if !self.link(seen, id, kind, e.id, k) {
-                        return;
-                    }
+        // Git's walk prints the error of a malformed entry again: a tree the rules decoded
+        // to its end (`walked`) is walked as it is, any other is decoded by the walk itself
+        // (only a downgraded badTree gets here with a malformed one).
+        let (entries, error) = if walked.is_empty() {
+            match tree::entries(data) {
+                Ok(decoded) => decoded,
+                Err(error) => {
+                    let fatal = format!("Not all child objects of {} are reachable", hex(id));
+                    return self.record(seen, id, plain(vec![error.to_string()]), Some(fatal));
                 }
             }
-            return;
-        }
-        match tree::entries(data) {
-            Err(error) => {
-                let fatal = format!("Not all child objects of {} are reachable", hex(id));
-                self.record(seen, id, plain(vec![error.to_string()]), Some(fatal));
-            }
-            Ok((entries, error)) => {
-                for e in entries {
-                    if let Some(k) = tree::link_kind(e.mode) {
-                        if !self.link(seen, id, kind, e.id, k) {
-                            return;
-                        }
-                    }
+        } else {
+            (walked, None)
+        };
+        for e in entries {
+            if let Some(k) = tree::link_kind(e.mode) {
+                if !self.link(seen, id, kind, e.id, k) {
+                    return;
                 }
-                self.record(
-                    seen,
-                    id,
-                    plain(error.into_iter().map(String::from).collect()),
-                    None,
-                );
             }
         }
+        let lines = plain(error.into_iter().map(String::from).collect());
+        self.record(seen, id, lines, None);
     }
 
     /// Check the contents of a blob a tree named `.gitmodules` or `.gitattributes`; `seen`:
@@ -430,7 +423,7 @@ mod tests {
             skip: Vec::new(),
             max_tree_entry_len: 4096,
         };
-        let check = Checker::new(true, true, rules);
+        let check = Checker::new(true, true, true, rules);
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for i in 0..200_000u64 {
             let data = random_object(&mut state);

@@ -62,7 +62,6 @@ pub fn finish(
     table: &Table,
     check: &Checker,
     object_limit: u64,
-    strict: bool,
 ) -> Result<Outcome> {
     let mut entries = Entries::new(pack, table, object_limit);
     let offsets = &table.entries.offsets;
@@ -112,7 +111,7 @@ pub fn finish(
         });
         foreign.sort_unstable();
     }
-    if let Some(id) = entries.duplicate().filter(|_| strict) {
+    if let Some(id) = entries.duplicate().filter(|_| check.strict) {
         extra.push(fatal(
             Seen::AFTER,
             id,

@@ -63,11 +63,17 @@ pub(crate) fn fsck_rules(
     })
 }
 
+/// The names Python knows the special blobs by, both ways.
+const SPECIAL_NAMES: [(Special, &str); 2] = [
+    (Special::Gitmodules, "gitmodules"),
+    (Special::Gitattributes, "gitattributes"),
+];
+
 fn special_name(s: Special) -> &'static str {
-    match s {
-        Special::Gitmodules => "gitmodules",
-        Special::Gitattributes => "gitattributes",
-    }
+    SPECIAL_NAMES
+        .iter()
+        .find(|&&(k, _)| k == s)
+        .map_or("", |&(_, n)| n)
 }
 
 type PyFinding<'py> = (Bound<'py, PyBytes>, Vec<(u8, String)>, Option<String>);
@@ -92,10 +98,9 @@ pub(crate) fn finish_checks<'py>(
     table: &Table,
     check: &Checker,
     object_limit: u64,
-    strict: bool,
 ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
     let out = py
-        .detach(|| checks::finish(pack, table, check, object_limit, strict))
+        .detach(|| checks::finish(pack, table, check, object_limit))
         .map_err(to_py_err)?;
     let ids: Vec<u8> = out.foreign.iter().flat_map(|(id, _)| *id).collect();
     let kinds: Vec<u8> = out.foreign.iter().map(|&(_, k)| k).collect();
@@ -121,14 +126,17 @@ pub(crate) fn check_repository_blob<'py>(
     special: &str,
     kind: Option<u8>,
     data: &[u8],
-) -> Bound<'py, pyo3::types::PyList> {
-    let special = match special {
-        "gitmodules" => Special::Gitmodules,
-        _ => Special::Gitattributes,
-    };
+) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+    let special = SPECIAL_NAMES
+        .iter()
+        .find(|&&(_, n)| n == special)
+        .map(|&(k, _)| k)
+        .ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!("no special blob {special:?}"))
+        })?;
     match kind {
         Some(OBJ_BLOB) => check.check_special(Seen::AFTER, &id, special, data),
         other => check.special_not_blob(&id, special, other),
     }
-    findings_to_py(py, check.take_findings())
+    Ok(findings_to_py(py, check.take_findings()))
 }

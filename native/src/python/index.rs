@@ -43,7 +43,6 @@ struct State {
     trace: Vec<u64>,
     /// Git's object checks, when asked for (set_checks).
     check: Option<Checker>,
-    strict: bool,
 }
 
 #[pyclass(frozen, module = "packorder._native")]
@@ -128,7 +127,6 @@ impl PackIndexer {
                 appended: 0,
                 trace: Vec::new(),
                 check: None,
-                strict: false,
             }),
         })
     }
@@ -208,9 +206,7 @@ impl PackIndexer {
         max_tree_entry_len: usize,
     ) -> PyResult<()> {
         let rules = fsck_rules(severities, skip, max_tree_entry_len)?;
-        let mut st = self.lock();
-        st.check = Some(Checker::new(objects, links, rules));
-        st.strict = strict;
+        self.lock().check = Some(Checker::new(objects, links, strict, rules));
         Ok(())
     }
 
@@ -225,7 +221,7 @@ impl PackIndexer {
         let check = st.check.as_ref().ok_or_else(not_checking)?;
         let table = st.table.as_ref().ok_or_else(not_scanned)?;
         let limit = st.resolve_opts.object_limit;
-        finish_checks(py, &st.pack, table, check, limit, st.strict)
+        finish_checks(py, &st.pack, table, check, limit)
     }
 
     /// Check a `.gitmodules` or `.gitattributes` blob the repository holds (`kind` its type,
@@ -239,14 +235,8 @@ impl PackIndexer {
         data: &[u8],
     ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
         let st = self.lock();
-        Ok(check_repository_blob(
-            py,
-            st.check.as_ref().ok_or_else(not_checking)?,
-            id,
-            special,
-            kind,
-            data,
-        ))
+        let check = st.check.as_ref().ok_or_else(not_checking)?;
+        check_repository_blob(py, check, id, special, kind, data)
     }
 
     /// Record each delta's base from the next resolve on (for --verify-stat).
