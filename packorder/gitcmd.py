@@ -160,6 +160,23 @@ def read_config(git_dir: Path | None) -> Config:
     return Config(values, every)
 
 
+def object_types(git_dir: Path, oids_hex: list[str]) -> list[str | None]:
+    """The type of each object the repository has (alternates included), None for one it
+    lacks, through one `git cat-file --batch-check`."""
+    out = run(
+        ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+        git_dir,
+        check=False,
+        input="".join(h + "\n" for h in oids_hex).encode(),
+    )
+    types: dict[str, str | None] = dict.fromkeys(oids_hex)
+    for line in out.stdout.decode(errors="replace").splitlines():
+        name, _, kind = line.partition(" ")
+        if kind and kind != "missing" and name in types:
+            types[name] = kind
+    return [types[h] for h in oids_hex]
+
+
 class ObjectReader:
     """Reads objects through one `git cat-file --batch` process (alternates and all)."""
 

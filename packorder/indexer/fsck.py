@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from packorder import _native, gitcmd
 from packorder.errors import PackError
-from packorder.format.pack import TYPE_CODES
+from packorder.format.pack import TYPE_CODES, TYPE_NAMES
 
 # Severities as the native checks take them.
 IGNORE, WARN, ERROR = 0, 1, 2
@@ -24,7 +24,6 @@ IGNORE, WARN, ERROR = 0, 1, 2
 _DEFAULT_SEVERITY = {"fatal": ERROR, "error": ERROR, "warn": ERROR, "info": WARN, "ignore": IGNORE}
 _SET_SEVERITY = {"error": ERROR, "warn": WARN, "ignore": IGNORE}
 _MAX_TREE_ENTRY_LEN = 4096
-_TYPE_NAMES = {code: name for name, code in TYPE_CODES.items()}
 
 
 class FsckError(PackError):
@@ -125,7 +124,7 @@ def checks(*, strict: bool, fsck_objects: bool, self_contained: bool, msg_types:
         links=strict or self_contained,
         strict=strict or self_contained,
         severities=bytes(severities),
-        skip=b"".join(sorted(set(skip))),
+        skip=b"".join(skip),  # sorted by the core
         max_tree_entry_len=max_len,
     )
 
@@ -155,22 +154,6 @@ def _settle(findings: list[tuple], printed: list[str]) -> None:
             raise FsckError(fatal, printed)
 
 
-def _object_types(git_dir: Path, oids_hex: list[str]) -> dict[str, str | None]:
-    """The type of each object the repository has (alternates included), None if missing."""
-    out = gitcmd.run(
-        ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
-        git_dir,
-        check=False,
-        input="".join(h + "\n" for h in oids_hex).encode(),
-    )
-    types: dict[str, str | None] = dict.fromkeys(oids_hex)
-    for line in out.stdout.decode(errors="replace").splitlines():
-        name, _, kind = line.partition(" ")
-        if kind and kind != "missing" and name in types:
-            types[name] = kind
-    return types
-
-
 def finish(native, run_checks: Checks, git_dir: Path | None, promised: bool = False) -> Outcome:
     """End the checks of an indexed pack; raises FsckError on the first failure. `promised`:
     the pack is a promisor pack, or the repository a partial clone, so that a special blob
@@ -180,13 +163,12 @@ def finish(native, run_checks: Checks, git_dir: Path | None, promised: bool = Fa
     _settle(findings, printed)
     foreign = [foreign_ids[i : i + 20].hex() for i in range(0, len(foreign_ids), 20)]
     if foreign:
-        types = _object_types(git_dir, foreign) if git_dir is not None else dict.fromkeys(foreign)
-        for oid_hex, want in zip(foreign, foreign_kinds, strict=True):
-            found = types[oid_hex]
+        types = gitcmd.object_types(git_dir, foreign) if git_dir is not None else [None] * len(foreign)
+        for oid_hex, want, found in zip(foreign, foreign_kinds, types, strict=True):
             if found is None:
                 raise FsckError(f"did not receive expected object {oid_hex}", printed)
-            if found != _TYPE_NAMES[want]:
-                raise FsckError(f"object {oid_hex}: expected type {_TYPE_NAMES[want]}, found {found}", printed)
+            if found != TYPE_NAMES[want]:
+                raise FsckError(f"object {oid_hex}: expected type {TYPE_NAMES[want]}, found {found}", printed)
     missing: list[str] = []
     if outside:
         if git_dir is None:

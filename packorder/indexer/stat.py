@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from packorder.format.pack import RAWSZ, TYPE_CODES
+from packorder.format.pack import RAWSZ, TYPE_NAMES
 
-_TYPE_NAMES = {code: name for name, code in TYPE_CODES.items()}
 _WHOLE = 2**32 - 1
 
 
@@ -31,7 +30,7 @@ def pack_info(native, pack_size: int, stat_only: bool) -> list[str]:
     if not stat_only:
         hexes = [ids[i : i + RAWSZ].hex() for i in range(0, len(ids), RAWSZ)]
         for i, (offset, end, size, base) in enumerate(zip(offsets, ends, sizes, bases, strict=True)):
-            line = f"{hexes[i]} {_TYPE_NAMES[real_kinds[i]]:<6} {size} {end - offset} {offset}"
+            line = f"{hexes[i]} {TYPE_NAMES[real_kinds[i]]:<6} {size} {end - offset} {offset}"
             if base != _WHOLE:
                 line += f" {depths[i]} {hexes[base]}"
             lines.append(line)
