@@ -133,14 +133,21 @@ class Config:
         v = self.get(name)
         return default if v is None else parse_int(v, name)
 
+    @property
+    def object_format(self) -> str:
+        """The hash the repository names objects by (`extensions.objectFormat`)."""
+        return (self.get("extensions.objectFormat") or "sha1").lower()
+
     def get_bool(self, name: str, default: bool) -> bool:
         if name.lower() not in self.values:
             return default
         return parse_bool(self.values[name.lower()])
 
 
-def read_config(git_dir: Path | None) -> Config:
-    """Configuration visible from `git_dir` (system, global, repository), or outside a repo."""
+def read_config(git_dir: Path | None, object_formats: tuple[str, ...] = ("sha1",)) -> Config:
+    """Configuration visible from `git_dir` (system, global, repository), or outside a repo.
+    A repository whose hash is not among `object_formats` (what the command reads so far) is
+    refused, and so is one with a compatibility hash (its objects map to a second hash)."""
     args = ["config", "--list", "-z"]
     proc = run(args, git_dir=git_dir, check=False)
     values: dict[str, str | None] = {}
@@ -152,12 +159,24 @@ def read_config(git_dir: Path | None) -> Config:
             key, sep, val = item.decode(errors="replace").partition("\n")
             values[key.lower()] = val if sep else None
             every.setdefault(key.lower(), []).append(val if sep else None)
-    fmt = (values.get("extensions.objectformat") or "sha1").lower()
-    if git_dir is not None and fmt != "sha1":
-        # Every format packorder reads and writes has 20-byte ids; a SHA-256 repository's
-        # files would otherwise be reported as corrupt.
-        raise RepositoryError(f"{git_dir} uses {fmt} object names; packorder supports SHA-1 repositories only")
-    return Config(values, every)
+    config = Config(values, every)
+    if git_dir is None:
+        return config
+    compat = config.get("extensions.compatObjectFormat")
+    if compat is not None:
+        raise RepositoryError(
+            f"{git_dir} sets extensions.compatObjectFormat={compat}; "
+            "packorder does not support repositories with a compatibility hash"
+        )
+    fmt = config.object_format
+    if fmt not in object_formats:
+        # This command's files would otherwise be read with the wrong id size and reported
+        # as corrupt.
+        raise RepositoryError(
+            f"{git_dir} uses {fmt} object names; this packorder command supports "
+            f"{' and '.join(object_formats)} repositories only"
+        )
+    return config
 
 
 def object_types(git_dir: Path, oids_hex: list[str]) -> list[str | None]:

@@ -62,11 +62,14 @@ def git_version() -> tuple[int, ...]:
 class Repo:
     """A work tree repository grown commit by commit, with a fixed clock."""
 
-    def __init__(self, path: Path, bare: bool = False) -> None:
+    def __init__(self, path: Path, bare: bool = False, object_format: str = "sha1", ref_format: str = "files") -> None:
         self.path = path
         self.clock = 1_700_000_000
         path.mkdir(parents=True, exist_ok=True)
-        git(path, "init", "-q", "-b", "main", *(["--bare"] if bare else []))
+        # Named only when not the default: Git 2.39 has no --ref-format.
+        formats = [f"--object-format={object_format}"] * (object_format != "sha1")
+        formats += [f"--ref-format={ref_format}"] * (ref_format != "files")
+        git(path, "init", "-q", "-b", "main", *formats, *(["--bare"] if bare else []))
         git(path, "config", "gc.auto", "0")
         git(path, "config", "core.autocrlf", "false")
 
@@ -113,11 +116,12 @@ def text_lines(rng: random.Random, n: int, width: int = 60) -> list[str]:
     return [" ".join(rng.choice(words) for _ in range(width // 6)) for _ in range(n)]
 
 
-def build_history(path: Path, commits: int = 40, seed: int = 7, big_blob: int = 0) -> Repo:
+def build_history(path: Path, commits: int = 40, seed: int = 7, big_blob: int = 0, object_format: str = "sha1") -> Repo:
     """A repository with branches, merges, annotated and lightweight tags, renames, binary
-    files, and files edited a little at each commit (so repacks make deep delta chains)."""
+    files, and files edited a little at each commit (so repacks make deep delta chains), its
+    objects named by `object_format`."""
     rng = random.Random(seed)
-    repo = Repo(path)
+    repo = Repo(path, object_format=object_format)
     lines = {f"src/file{i}.c": text_lines(rng, 80) for i in range(6)}
     for name, body in lines.items():
         repo.write(name, "\n".join(body) + "\n")

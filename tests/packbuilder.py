@@ -13,8 +13,8 @@ COMMIT, TREE, BLOB, TAG, OFS_DELTA, REF_DELTA = 1, 2, 3, 4, 6, 7
 NAMES = {COMMIT: "commit", TREE: "tree", BLOB: "blob", TAG: "tag"}
 
 
-def object_id(kind: int, data: bytes) -> bytes:
-    return hashlib.sha1(f"{NAMES[kind]} {len(data)}\0".encode() + data).digest()
+def object_id(kind: int, data: bytes, hash: str = "sha1") -> bytes:
+    return hashlib.new(hash, f"{NAMES[kind]} {len(data)}\0".encode() + data).digest()
 
 
 def type_size(kind: int, size: int) -> bytes:
@@ -95,8 +95,9 @@ def make_delta(base: bytes, target: bytes) -> bytes:
 
 
 class PackBuilder:
-    def __init__(self, version: int = 2) -> None:
+    def __init__(self, version: int = 2, hash: str = "sha1") -> None:
         self.version = version
+        self.hash = hash
         self.body = bytearray()
         self.count = 0
 
@@ -124,10 +125,11 @@ class PackBuilder:
     def build(self, count: int | None = None, trailer: bool = True) -> bytes:
         head = b"PACK" + struct.pack(">II", self.version, self.count if count is None else count)
         data = head + bytes(self.body)
-        return data + hashlib.sha1(data).digest() if trailer else data
+        return data + hashlib.new(self.hash, data).digest() if trailer else data
 
 
-def with_trailer(data: bytes) -> bytes:
+def with_trailer(data: bytes, hash: str = "sha1") -> bytes:
     """Recompute the trailer of a pack whose body was edited (keeps the damage inside)."""
-    body = data[:-20]
-    return body + hashlib.sha1(body).digest()
+    size = hashlib.new(hash).digest_size
+    body = data[:-size]
+    return body + hashlib.new(hash, body).digest()

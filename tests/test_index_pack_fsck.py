@@ -328,6 +328,7 @@ def test_objects_a_scan_thread_read_from_a_false_boundary_are_not_checked(tmp_pa
     nobody has: had its check counted, the pack would fail --strict."""
     from packorder import _native
     from packorder.indexer import fsck
+    from packorder.format.object_format import SHA1
 
     inner = PackBuilder()
     inner.whole(TREE, tree(("100644", "evil", b"\xaa" * 20)))
@@ -341,7 +342,7 @@ def test_objects_a_scan_thread_read_from_a_false_boundary_are_not_checked(tmp_pa
     b.whole(BLOB, b"last\n")
     pack = tmp_path / "p.pack"
     pack.write_bytes(b.build())
-    checks = fsck.checks(strict=True, fsck_objects=False, self_contained=False)
+    checks = fsck.checks(strict=True, fsck_objects=False, self_contained=False, fmt=SHA1)
     indexer = _native.PackIndexer(str(pack), 2, 1 << 26, 1 << 30, True, False, 0)
     indexer.set_checks(*checks)
     indexer.scan()

@@ -69,7 +69,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PHASE_CHECKSUM", progress::PHASE_CHECKSUM)?;
     m.add("PHASE_WALKING", progress::PHASE_WALKING)?;
     m.add_class::<python::index::PackIndexer>()?;
-    m.add_class::<python::format::Sha1>()?;
+    m.add_class::<python::format::FileChecksum>()?;
     m.add_class::<python::write::RevList>()?;
     m.add_class::<python::walk::ObjectWalker>()?;
     m.add_class::<python::write::PackWriter>()?;
@@ -90,7 +90,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(python::orders::add_families, m)?)?;
     m.add_function(wrap_pyfunction!(python::orders::bases_first, m)?)?;
     m.add_function(wrap_pyfunction!(python::orders::chain_roots_depths, m)?)?;
-    m.add_function(wrap_pyfunction!(python::format::file_sha1, m)?)?;
+    m.add_function(wrap_pyfunction!(python::format::file_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(python::seek::parse_pack_access, m)?)?;
     m.add_function(wrap_pyfunction!(python::seek::near_read, m)?)?;
     m.add_function(wrap_pyfunction!(python::format::apply_delta, m)?)?;

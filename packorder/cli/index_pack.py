@@ -95,7 +95,11 @@ def parser(prog: str) -> argparse.ArgumentParser:
         help="the pack's header, read from standard input already by the caller (--stdin)",
     )
     p.add_argument("--max-input-size", type=_bytes, metavar="BYTES", help="fail a pack larger than BYTES (0: no limit)")
-    p.add_argument("--object-format", metavar="HASH", help="the hash of a pack file outside a repository (sha1)")
+    p.add_argument(
+        "--object-format",
+        metavar="HASH",
+        help="the hash of the pack's object names (sha1 or sha256; default: the repository's)",
+    )
     p.add_argument(
         "--report-end-of-input",
         action="store_true",

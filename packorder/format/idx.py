@@ -13,26 +13,18 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
-from packorder import _native
 from packorder.errors import CorruptPackError
+from packorder.format.object_format import SHA1, ObjectFormat
 
 if TYPE_CHECKING:
     import numpy as np
 
 IDX_V2_MAGIC = b"\xfftOc"
-RAWSZ = 20
 # Offsets above this go to the 64-bit table in a v2 index (Git's default off32_limit).
 OFF32_LIMIT = 0x7FFFFFFF
 
 
-def sha1(data: bytes | memoryview) -> bytes:
-    """Plain SHA-1 (file checksums), from the native core: hashlib would load OpenSSL."""
-    h = _native.Sha1()
-    h.update(data)
-    return h.digest()
-
-
-def fanout(names: bytes | memoryview, count: int, rawsz: int = RAWSZ) -> bytes:
+def fanout(names: bytes | memoryview, count: int, rawsz: int) -> bytes:
     """256 big-endian counts: entry b is the number of ids whose first byte is <= b."""
     firsts = bytes(names[0::rawsz]) if count else b""
     return struct.pack(">256I", *(bisect.bisect_right(firsts, b) for b in range(256)))
@@ -62,11 +54,12 @@ def needs_v2(offsets: bytes | memoryview, off32_limit: int = OFF32_LIMIT) -> boo
 
 
 class HashingWriter:
-    """Writes through to a binary file while hashing, to end the file with its own SHA-1."""
+    """Writes through to a binary file while hashing, to end the file with its own checksum
+    (by the repository's hash)."""
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: BinaryIO, fmt: ObjectFormat) -> None:
         self.out = out
-        self.sha = _native.Sha1()
+        self.sha = fmt.hasher()
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.sha.update(data)
@@ -86,21 +79,22 @@ def write_v2(
     pack_checksum: bytes,
     off32_limit: int = OFF32_LIMIT,
     forced_large: frozenset[int] = frozenset(),
+    fmt: ObjectFormat = SHA1,
 ) -> bytes:
     """Write an idx v2 for entries sorted by id to `out`; returns the idx's own checksum.
 
-    names: count*20 bytes; crcs: count big-endian u32; offsets: count native u64.
+    names: count ids of `fmt`; crcs: count big-endian u32; offsets: count native u64.
     forced_large: offsets kept in the 64-bit table although small (Git's "anomalies", only to
     reproduce an existing index under --verify).
     """
-    count = len(names) // RAWSZ
+    count = len(names) // fmt.rawsz
     offs = _as_u64(offsets)
     if len(offs) != count or len(crcs) != 4 * count:
         raise ValueError("index table columns differ in length")
     limit = min(off32_limit, OFF32_LIMIT)
     largest = max(offs) if count else 0
-    w = HashingWriter(out)
-    w.write(IDX_V2_MAGIC + struct.pack(">I", 2) + fanout(names, count))
+    w = HashingWriter(out, fmt)
+    w.write(IDX_V2_MAGIC + struct.pack(">I", 2) + fanout(names, count, fmt.rawsz))
     w.write(names)
     w.write(crcs)
     if largest <= limit and not forced_large:
@@ -120,19 +114,24 @@ def write_v2(
     return w.finish()
 
 
-def write_v1(out: BinaryIO, names: bytes, offsets: bytes | memoryview, pack_checksum: bytes) -> bytes:
-    """Write an idx v1 (fanout, then offset/id pairs) to `out`; every offset must fit 31 bits."""
-    count = len(names) // RAWSZ
+def write_v1(
+    out: BinaryIO, names: bytes, offsets: bytes | memoryview, pack_checksum: bytes, fmt: ObjectFormat = SHA1
+) -> bytes:
+    """Write an idx v1 (fanout, then offset/id pairs) to `out`; every offset must fit 31 bits.
+    (Git writes v1 for SHA-256 too, its pairs 36 bytes long.)"""
+    rawsz = fmt.rawsz
+    row = 4 + rawsz
+    count = len(names) // rawsz
     if needs_v2(offsets):
         raise ValueError("an offset needs 64 bits: a v1 index cannot hold it")
     be_offsets = _be32_of_small_u64(offsets, count)
-    pairs = bytearray(24 * count)
+    pairs = bytearray(row * count)
     for k in range(4):
-        pairs[k::24] = be_offsets[k::4]
-    for k in range(RAWSZ):
-        pairs[4 + k :: 24] = names[k::RAWSZ]
-    w = HashingWriter(out)
-    w.write(fanout(names, count))
+        pairs[k::row] = be_offsets[k::4]
+    for k in range(rawsz):
+        pairs[4 + k :: row] = names[k::rawsz]
+    w = HashingWriter(out, fmt)
+    w.write(fanout(names, count, rawsz))
     w.write(pairs)
     w.write(pack_checksum)
     return w.finish()
@@ -143,7 +142,7 @@ class PackIndex(NamedTuple):
     indexer.py, not dataclasses: `dataclasses` loads `inspect`, 1.3 MiB of index-pack's peak.)"""
 
     version: int
-    names: np.ndarray  # (count, 20) uint8
+    names: np.ndarray  # (count, rawsz) uint8
     offsets: np.ndarray  # uint64
     crcs: np.ndarray | None  # uint32, None for v1
     pack_checksum: bytes
@@ -165,31 +164,33 @@ def _version_and_count(head: bytes, path: str) -> tuple[int, int]:
     return (2 if fan_end > 1024 else 1), struct.unpack(">I", head[fan_end - 4 : fan_end])[0]
 
 
-def names_of(path: str) -> bytes:
+def names_of(path: str, fmt: ObjectFormat = SHA1) -> bytes:
     """The sorted object ids of an index file (v1 or v2), for look-ups: only the ids are read
     (a large repository's index is mostly offsets and CRCs) and the checksum is not checked."""
+    rawsz = fmt.rawsz
     with open(path, "rb") as f:
         version, count = _version_and_count(f.read(8 + 1024), path)
         if version == 2:
-            names = f.read(count * RAWSZ)
+            names = f.read(count * rawsz)
         else:  # (offset, id) records after the fan-out table
             f.seek(1024)
-            records = f.read(count * (RAWSZ + 4))
-            names = b"".join(records[i + 4 : i + 4 + RAWSZ] for i in range(0, len(records), RAWSZ + 4))
-    if len(names) != count * RAWSZ:
+            records = f.read(count * (rawsz + 4))
+            names = b"".join(records[i + 4 : i + 4 + rawsz] for i in range(0, len(records), rawsz + 4))
+    if len(names) != count * rawsz:
         raise CorruptPackError("index file is corrupt: truncated ids", None, path)
     return names
 
 
-def offsets_at(path: str, positions: list[int]) -> list[int]:
+def offsets_at(path: str, positions: list[int], fmt: ObjectFormat = SHA1) -> list[int]:
     """Pack offsets of the entries at `positions` (in id order) of an index file (v1 or v2)."""
+    rawsz = fmt.rawsz
     with open(path, "rb") as f:
         data = f.read()
     version, count = _version_and_count(data, path)
     try:
         if version == 1:
-            return [struct.unpack_from(">I", data, 1024 + (RAWSZ + 4) * pos)[0] for pos in positions]
-        small_at = 8 + 1024 + count * (RAWSZ + 4)
+            return [struct.unpack_from(">I", data, 1024 + (rawsz + 4) * pos)[0] for pos in positions]
+        small_at = 8 + 1024 + count * (rawsz + 4)
         large_at = small_at + count * 4
         out = []
         for pos in positions:
@@ -212,30 +213,31 @@ def object_count(path: str) -> int:
     return struct.unpack(">I", head[start + 1020 : start + 1024])[0]
 
 
-def read(path: str) -> PackIndex:
+def read(path: str, fmt: ObjectFormat = SHA1) -> PackIndex:
     with open(path, "rb") as f:
         data = f.read()
-    return parse(data, path)
+    return parse(data, path, fmt)
 
 
 def _check_sorted(names: np.ndarray, bad: Callable[[str], CorruptPackError]) -> None:
     """Look-ups binary-search the ids: ids out of order are a corrupt index, not a miss."""
     if len(names) > 1:
-        k = names.view(f"S{RAWSZ}").ravel()
+        k = names.view(f"S{names.shape[1]}").ravel()
         if not (k[1:] >= k[:-1]).all():
             raise bad("object ids out of order")
 
 
-def parse(data: bytes, path: str = "<idx>") -> PackIndex:
+def parse(data: bytes, path: str = "<idx>", fmt: ObjectFormat = SHA1) -> PackIndex:
     import numpy as np
 
     def bad(msg: str, offset: int | None = None) -> CorruptPackError:
         return CorruptPackError(f"index file is corrupt: {msg}", offset, path)
 
-    if len(data) < 1024 + 2 * RAWSZ:
+    rawsz = fmt.rawsz
+    if len(data) < 1024 + 2 * rawsz:
         raise bad(f"file of {len(data)} bytes is too short")
-    if sha1(data[:-RAWSZ]) != data[-RAWSZ:]:
-        raise bad("checksum mismatch", len(data) - RAWSZ)
+    if fmt.checksum(data[:-rawsz]) != data[-rawsz:]:
+        raise bad(f"checksum mismatch (not a {fmt.name} index?)", len(data) - rawsz)
     if data[:4] == IDX_V2_MAGIC:
         version = struct.unpack(">I", data[4:8])[0]
         if version != 2:
@@ -243,16 +245,16 @@ def parse(data: bytes, path: str = "<idx>") -> PackIndex:
         fan = np.frombuffer(data, dtype=">u4", count=256, offset=8)
         count = int(fan[255])
         base = 8 + 1024
-        need = base + count * (RAWSZ + 8) + 2 * RAWSZ
+        need = base + count * (rawsz + 8) + 2 * rawsz
         if len(data) < need:
             raise bad("truncated tables")
-        names = np.frombuffer(data, dtype=np.uint8, count=count * RAWSZ, offset=base).reshape(count, RAWSZ)
-        crcs = np.frombuffer(data, dtype=">u4", count=count, offset=base + count * RAWSZ).astype(np.uint32)
-        small = np.frombuffer(data, dtype=">u4", count=count, offset=base + count * (RAWSZ + 4)).astype(np.uint64)
+        names = np.frombuffer(data, dtype=np.uint8, count=count * rawsz, offset=base).reshape(count, rawsz)
+        crcs = np.frombuffer(data, dtype=">u4", count=count, offset=base + count * rawsz).astype(np.uint32)
+        small = np.frombuffer(data, dtype=">u4", count=count, offset=base + count * (rawsz + 4)).astype(np.uint64)
         is_large = (small & 0x80000000) != 0
         nlarge = int(is_large.sum())
-        large_at = base + count * (RAWSZ + 8)
-        if len(data) != large_at + 8 * nlarge + 2 * RAWSZ:
+        large_at = base + count * (rawsz + 8)
+        if len(data) != large_at + 8 * nlarge + 2 * rawsz:
             raise bad("size does not match its 64-bit offset table")
         large = np.frombuffer(data, dtype=">u8", count=nlarge, offset=large_at).astype(np.uint64)
         offsets = small.copy()
@@ -262,15 +264,16 @@ def parse(data: bytes, path: str = "<idx>") -> PackIndex:
                 raise bad("64-bit offset index out of range")
             offsets[is_large] = large[k]
         anomalies = frozenset(int(o) for o in offsets[is_large] if o <= OFF32_LIMIT)
-        checksum = data[-2 * RAWSZ : -RAWSZ]
+        checksum = data[-2 * rawsz : -rawsz]
         _check_sorted(names, bad)
         return PackIndex(2, names, offsets, crcs, checksum, anomalies)
     fan = np.frombuffer(data, dtype=">u4", count=256, offset=0)
     count = int(fan[255])
-    if len(data) != 1024 + 24 * count + 2 * RAWSZ:
+    row = 4 + rawsz
+    if len(data) != 1024 + row * count + 2 * rawsz:
         raise bad("size does not match a version 1 index")
-    rows = np.frombuffer(data, dtype=np.uint8, count=24 * count, offset=1024).reshape(count, 24)
+    rows = np.frombuffer(data, dtype=np.uint8, count=row * count, offset=1024).reshape(count, row)
     offsets = rows[:, :4].copy().view(">u4").reshape(count).astype(np.uint64)
     names = rows[:, 4:].copy()
     _check_sorted(names, bad)
-    return PackIndex(1, names, offsets, None, data[-2 * RAWSZ : -RAWSZ], frozenset())
+    return PackIndex(1, names, offsets, None, data[-2 * rawsz : -rawsz], frozenset())

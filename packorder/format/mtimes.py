@@ -14,27 +14,25 @@ from typing import BinaryIO
 import numpy as np
 
 from packorder.errors import CorruptPackError
-from packorder.format.idx import HashingWriter, sha1
+from packorder.format.idx import HashingWriter
+from packorder.format.object_format import SHA1, ObjectFormat
 
 MTIMES_MAGIC = b"MTME"
-RAWSZ = 20
-HASH_ID_SHA1 = 1
-HEADER = MTIMES_MAGIC + struct.pack(">II", 1, HASH_ID_SHA1)
 
 
-def write(out: BinaryIO, mtimes: np.ndarray, pack_checksum: bytes) -> bytes:
+def write(out: BinaryIO, mtimes: np.ndarray, pack_checksum: bytes, fmt: ObjectFormat = SHA1) -> bytes:
     """Write the .mtimes of a pack whose objects, in .idx order, have ages `mtimes` (epoch
     seconds); returns the file's own checksum."""
     if len(mtimes) and (int(mtimes.min()) < 0 or int(mtimes.max()) > 0xFFFFFFFF):
         raise ValueError("an mtime does not fit the .mtimes format's 32 bits")
-    w = HashingWriter(out)
-    w.write(HEADER)
+    w = HashingWriter(out, fmt)
+    w.write(MTIMES_MAGIC + struct.pack(">II", 1, fmt.format_id))
     w.write(np.asarray(mtimes, dtype=">u4").tobytes())
     w.write(pack_checksum)
     return w.finish()
 
 
-def read(path: str, count: int) -> np.ndarray:
+def read(path: str, count: int, fmt: ObjectFormat = SHA1) -> np.ndarray:
     """The ages (uint32, epoch seconds) of a cruft pack's `count` objects in .idx order,
     checked as Git checks them (signature, version, hash, size) and against the checksum."""
     try:
@@ -47,10 +45,11 @@ def read(path: str, count: int) -> np.ndarray:
     version, hash_id = struct.unpack(">II", data[4:12])
     if version != 1:
         raise CorruptPackError(f"mtimes file has unsupported version {version}", 4, path)
-    if hash_id != HASH_ID_SHA1:
+    rawsz = fmt.rawsz
+    if hash_id != fmt.format_id:
         raise CorruptPackError(f"mtimes file has unsupported hash id {hash_id}", 8, path)
-    if len(data) != 12 + 4 * count + 2 * RAWSZ:
+    if len(data) != 12 + 4 * count + 2 * rawsz:
         raise CorruptPackError(f"mtimes file has the wrong size for {count} objects", 0, path)
-    if sha1(data[:-RAWSZ]) != data[-RAWSZ:]:
-        raise CorruptPackError("mtimes file checksum mismatch", len(data) - RAWSZ, path)
+    if fmt.checksum(data[:-rawsz]) != data[-rawsz:]:
+        raise CorruptPackError("mtimes file checksum mismatch", len(data) - rawsz, path)
     return np.frombuffer(data, dtype=">u4", count=count, offset=12).astype(np.uint32)

@@ -9,19 +9,20 @@ from pathlib import Path
 from packorder import _native, gitcmd
 from packorder.errors import CorruptPackError
 from packorder.format import idx as idx_format
-from packorder.format.pack import RAWSZ, TYPE_CODES
+from packorder.format.object_format import ObjectFormat
+from packorder.format.pack import TYPE_CODES
 
 
-def _hashes_to(kind_name: str, data: bytes, oid: bytes) -> bool:
+def _hashes_to(kind_name: str, data: bytes, oid: bytes, fmt: ObjectFormat) -> bool:
     """Whether an object read from the repository is the object `oid` names (a collision
     attack found in it by the hash's detection counts as not)."""
     try:
-        return _native.object_id(TYPE_CODES[kind_name], data) == oid
+        return fmt.object_id(TYPE_CODES[kind_name], data) == oid
     except _native.PackFormatError:
         return False
 
 
-def check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int:
+def check_collisions(git_dir: Path, names: bytes, own_pack: Path | None, fmt: ObjectFormat) -> int:
     """Git's collision check: an object the repository already has must be the object of that
     id the pack carries, else `SHA1 COLLISION FOUND`. Git compares the two byte for byte; we
     hash the repository's copy (with collision detection, as the pack's objects were): equal
@@ -39,29 +40,30 @@ def check_collisions(git_dir: Path, names: bytes, own_pack: Path | None) -> int:
     place: dict[int, tuple[int, int]] = {}
     for number, pack in enumerate(packs):
         idx = str(pack.with_suffix(".idx"))
-        hits = [(i, at) for i, at in _hits(idx_format.names_of(idx), names, idx) if i not in place]
-        for (i, _), offset in zip(hits, idx_format.offsets_at(idx, [at for _, at in hits]), strict=True):
+        hits = [(i, at) for i, at in _hits(idx_format.names_of(idx, fmt), names, idx, fmt) if i not in place]
+        for (i, _), offset in zip(hits, idx_format.offsets_at(idx, [at for _, at in hits], fmt), strict=True):
             place[i] = (number, offset)
     for d in stores:
-        for i, at in _hits(store.loose_ids(d), names, f"loose objects of {d}"):
+        for i, at in _hits(store.loose_ids(d, fmt), names, f"loose objects of {d}", fmt):
             place.setdefault(i, (len(packs), at))
     if not place:
         return 0
-    wanted = [names[i * RAWSZ : (i + 1) * RAWSZ].hex() for i in sorted(place, key=place.__getitem__)]
+    rawsz = fmt.rawsz
+    wanted = [names[i * rawsz : (i + 1) * rawsz].hex() for i in sorted(place, key=place.__getitem__)]
     with gitcmd.ObjectReader(git_dir) as reader:
         for oid_hex, found_obj in reader.read_many(wanted):
             oid = bytes.fromhex(oid_hex)
             if found_obj is None:
                 continue  # removed meanwhile (a repack): nothing to differ from
-            if not _hashes_to(*found_obj, oid):
+            if not _hashes_to(*found_obj, oid, fmt):
                 raise CollisionError(f"SHA1 COLLISION FOUND WITH {oid.hex()} ! (the repository's copy differs)")
     return len(place)
 
 
-def _hits(sorted_ids: bytes, names: bytes, where: str) -> list[tuple[int, int]]:
+def _hits(sorted_ids: bytes, names: bytes, where: str, fmt: ObjectFormat) -> list[tuple[int, int]]:
     """(index into `names`, position in `sorted_ids`) of each id of `names` found there."""
     try:
-        at, pos = _native.find_hits(sorted_ids, names)
+        at, pos = _native.find_hits(sorted_ids, names, fmt.name)
     except ValueError:
         raise CorruptPackError("index file is corrupt: ids out of order", None, where) from None
     return list(zip(memoryview(at).cast("Q"), memoryview(pos).cast("Q"), strict=True))

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from packorder import _native, gitcmd
 from packorder.errors import PackError
+from packorder.format.object_format import ObjectFormat
 from packorder.format.pack import TYPE_CODES, TYPE_NAMES
 
 # Severities as the native checks take them.
@@ -41,7 +42,7 @@ class Checks(NamedTuple):
     links: bool  # everything linked to is in the pack or the repository
     strict: bool  # and no object appears twice (Git's strict index)
     severities: bytes  # one per message of _native.fsck_messages()
-    skip: bytes  # ids never reported on, 20 bytes each
+    skip: bytes  # ids never reported on, one after another
     max_tree_entry_len: int
 
 
@@ -56,7 +57,7 @@ class Outcome(NamedTuple):
     foreign: int
 
 
-def _skip_list(path: str) -> list[bytes]:
+def _skip_list(path: str, fmt: ObjectFormat) -> list[bytes]:
     try:
         text = Path(path).read_text(errors="surrogateescape")
     except OSError:
@@ -67,7 +68,7 @@ def _skip_list(path: str) -> list[bytes]:
         if not name:
             continue
         try:
-            if len(name) != 40:
+            if len(name) != fmt.hexsz:
                 raise ValueError
             ids.append(bytes.fromhex(name))
         except ValueError:
@@ -85,9 +86,12 @@ def _parse_size(text: str) -> int:
     return int(digits) * units[unit]
 
 
-def checks(*, strict: bool, fsck_objects: bool, self_contained: bool, msg_types: Sequence[str] = ()) -> Checks | None:
+def checks(
+    *, strict: bool, fsck_objects: bool, self_contained: bool, fmt: ObjectFormat, msg_types: Sequence[str] = ()
+) -> Checks | None:
     """The checks Git's options ask for, None for none. `msg_types` are the values of every
-    `--strict=` and `--fsck-objects=`, in order, as Git's fsck_set_msg_types parses them."""
+    `--strict=` and `--fsck-objects=`, in order, as Git's fsck_set_msg_types parses them;
+    a skip list names ids of `fmt`."""
     if not (strict or fsck_objects or self_contained):
         return None
     messages = _native.fsck_messages()
@@ -104,7 +108,7 @@ def checks(*, strict: bool, fsck_objects: bool, self_contained: bool, msg_types:
             if key == "skiplist":
                 if equal == len(token):
                     raise PackError("skiplist requires a path")
-                skip.extend(_skip_list(value))
+                skip.extend(_skip_list(value, fmt))
                 continue
             if equal == len(token):
                 raise PackError(f"Missing '=': '{key}'")
@@ -154,14 +158,14 @@ def _settle(findings: list[tuple], printed: list[str]) -> None:
             raise FsckError(fatal, printed)
 
 
-def finish(native, run_checks: Checks, git_dir: Path | None, promised: bool = False) -> Outcome:
+def finish(native, run_checks: Checks, git_dir: Path | None, fmt: ObjectFormat, promised: bool = False) -> Outcome:
     """End the checks of an indexed pack; raises FsckError on the first failure. `promised`:
     the pack is a promisor pack, or the repository a partial clone, so that a special blob
     nobody has is one the promisor remote holds (Git skips it then: blob:none clones)."""
     findings, foreign_ids, foreign_kinds, outside = native.finish_checks()
     printed: list[str] = []
     _settle(findings, printed)
-    foreign = [foreign_ids[i : i + 20].hex() for i in range(0, len(foreign_ids), 20)]
+    foreign = [oid.hex() for oid in fmt.split(foreign_ids)]
     if foreign:
         types = gitcmd.object_types(git_dir, foreign) if git_dir is not None else [None] * len(foreign)
         for oid_hex, want, found in zip(foreign, foreign_kinds, types, strict=True):

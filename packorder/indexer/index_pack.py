@@ -19,7 +19,9 @@ from packorder import _native, gitcmd
 from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import CorruptPackError, PackError, RepositoryError, UsageError
 from packorder.format import idx as idx_format
+from packorder.format import object_format as object_formats
 from packorder.format import rev as rev_format
+from packorder.format.object_format import ObjectFormat
 from packorder.format.pack import TYPE_CODES
 from packorder.indexer import fsck, receive
 from packorder.indexer.collisions import check_collisions
@@ -112,10 +114,17 @@ class _Run:
         writable: bool,
         detect: bool,
         progress: ProgressCallback | None,
+        fmt: ObjectFormat,
         first_title: str = PHASE_TITLES[INDEXING],
     ):
         self.native = _native.PackIndexer(
-            str(path), settings.threads, settings.budget, physical_memory(), detect, writable
+            str(path),
+            settings.threads,
+            settings.budget,
+            physical_memory(),
+            detect,
+            writable,
+            object_format=fmt.name,
         )
         self.path = path
         self.progress = progress
@@ -133,7 +142,7 @@ Writer = Callable[[BinaryIO], object]
 
 
 def _index_writers(
-    native, settings: _Settings, checksum: bytes, anomalies: frozenset[int]
+    native, settings: _Settings, checksum: bytes, anomalies: frozenset[int], fmt: ObjectFormat
 ) -> tuple[bytes, Writer, Writer, int]:
     """(sorted ids, idx writer, rev writer, idx version) for the resolved pack."""
     names, crcs, offsets, rev_positions = native.index_table()
@@ -143,11 +152,11 @@ def _index_writers(
 
     def write_idx(out: BinaryIO) -> object:
         if version == 1:
-            return idx_format.write_v1(out, names, offsets, checksum)
-        return idx_format.write_v2(out, names, crcs, offsets, checksum, settings.off32_limit, anomalies)
+            return idx_format.write_v1(out, names, offsets, checksum, fmt)
+        return idx_format.write_v2(out, names, crcs, offsets, checksum, settings.off32_limit, anomalies, fmt)
 
     def write_rev(out: BinaryIO) -> object:
-        return rev_format.write(out, rev_positions, checksum)
+        return rev_format.write(out, rev_positions, checksum, fmt)
 
     return names, write_idx, write_rev, version
 
@@ -274,19 +283,10 @@ def index_pack(
     if pack_header is not None and stdin is None:
         raise UsageError("{pack_header} requires {stdin}", params=("pack_header", "stdin"))
     header = receive.pack_header(pack_header) if pack_header is not None else b""
-    checks = fsck.checks(
-        strict=strict,
-        fsck_objects=fsck_objects,
-        self_contained=check_self_contained_and_connected,
-        msg_types=fsck_msg_types,
-    )
     if object_format is not None:
-        if object_format not in ("sha1", "sha256"):
-            raise PackError(f"unknown hash algorithm '{object_format}'")
+        object_formats.named(object_format)  # Git's words for a name it does not know
         if stdin is not None:
             raise PackError("options '--object-format' and '--stdin' cannot be used together")
-        if object_format != "sha1":
-            raise PackError(f"--object-format={object_format}: packorder indexes SHA-1 packs only")
 
     git_dir: Path | None = None
     if stdin is not None or repo is not None:
@@ -294,7 +294,17 @@ def index_pack(
     else:
         with contextlib.suppress(RepositoryError):
             git_dir = gitcmd.find_git_dir()
-    config = gitcmd.read_config(git_dir)
+    config = gitcmd.read_config(git_dir, tuple(object_formats.FORMATS))
+    # As Git: --object-format names the pack's hash; without it, the repository's (SHA-1
+    # outside one).
+    fmt = object_formats.named(object_format or config.object_format)
+    checks = fsck.checks(
+        strict=strict,
+        fsck_objects=fsck_objects,
+        self_contained=check_self_contained_and_connected,
+        fmt=fmt,
+        msg_types=fsck_msg_types,
+    )
     settings = _settings(config, threads, max_memory, index_version, off32_limit, rev_index)
     # A special blob a promisor pack's trees name, or a partial clone's, may be promised.
     promised = promisor not in (None, False) or config.get("extensions.partialclone") is not None
@@ -325,14 +335,20 @@ def index_pack(
         if verify:
             if not idx_path.is_file():
                 raise PackError(f"cannot verify: index file '{idx_path}' does not exist")
-            existing = idx_format.read(str(idx_path))
+            existing = idx_format.read(str(idx_path), fmt)
             settings.index_version = existing.version
             anomalies = existing.large_small_offsets
 
         # Git's titles: what fetch-pack and receive-pack show their users while a pack arrives.
         first = progress_title or ("Receiving objects" if stdin is not None else PHASE_TITLES[INDEXING])
         run = _Run(
-            pack_path, settings, writable=fix_thin, detect=detect_collisions, progress=progress, first_title=first
+            pack_path,
+            settings,
+            writable=fix_thin,
+            detect=detect_collisions,
+            progress=progress,
+            fmt=fmt,
+            first_title=first,
         )
         if checks is not None:
             run.native.set_checks(
@@ -353,7 +369,7 @@ def index_pack(
         def failed_checks() -> None:
             # Resolving stopped at an object that failed: its failure, as Git dies at it.
             if checks is not None and run.native.checks_failed():
-                fsck.finish(run.native, checks, git_dir, promised)  # raises
+                fsck.finish(run.native, checks, git_dir, fmt, promised)  # raises
 
         failed_checks()
         appended = 0
@@ -366,17 +382,18 @@ def index_pack(
         if appended:
             checksum = run.call("fix_thin", run.native.finish_thin)
 
-        info = pack_info(run.native, run.native.pack_size, stat == "only") if stat is not None else None
+        info = pack_info(run.native, run.native.pack_size, stat == "only", fmt) if stat is not None else None
         checked = None
         if checks is not None:
             t = time.perf_counter()
-            checked = fsck.finish(run.native, checks, git_dir, promised)
+            checked = fsck.finish(run.native, checks, git_dir, fmt, promised)
             run.seconds["check"] = time.perf_counter() - t
-        names, write_idx, write_rev, version = _index_writers(run.native, settings, checksum, anomalies)
-        if git_dir is not None:
-            # Git compares with the repository it runs in, whatever the mode.
+        names, write_idx, write_rev, version = _index_writers(run.native, settings, checksum, anomalies, fmt)
+        if git_dir is not None and config.object_format == fmt.name:
+            # Git compares with the repository it runs in, whatever the mode (a repository of
+            # the other hash can hold none of the pack's objects).
             t = time.perf_counter()
-            check_collisions(git_dir, names, pack_path.resolve() if received is None else None)
+            check_collisions(git_dir, names, pack_path.resolve() if received is None else None, fmt)
             run.seconds["collisions"] = time.perf_counter() - t
 
         keep_path = None

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from packorder.format.pack import RAWSZ, TYPE_NAMES
+from packorder.format.object_format import ObjectFormat
+from packorder.format.pack import TYPE_NAMES
 
 _WHOLE = 2**32 - 1
 
@@ -15,7 +16,7 @@ def _objects(n: int) -> str:
     return f"{n} object" if n == 1 else f"{n} objects"
 
 
-def pack_info(native, pack_size: int, stat_only: bool) -> list[str]:
+def pack_info(native, pack_size: int, stat_only: bool, fmt: ObjectFormat) -> list[str]:
     """Git's show_pack_info for the indexed pack: one line per object in pack order (unless
     `stat_only`), then the count of whole objects and of each chain length."""
     offsets_b, _, real_kinds, sizes_b, ids = native.entries()
@@ -25,10 +26,10 @@ def pack_info(native, pack_size: int, stat_only: bool) -> list[str]:
     sizes = memoryview(sizes_b).cast("Q").tolist()
     bases = memoryview(bases_b).cast("I").tolist()
     depths = memoryview(depths_b).cast("I").tolist()
-    ends = [*offsets[1:], pack_size - RAWSZ]
+    ends = [*offsets[1:], pack_size - fmt.rawsz]
     lines = []
     if not stat_only:
-        hexes = [ids[i : i + RAWSZ].hex() for i in range(0, len(ids), RAWSZ)]
+        hexes = [oid.hex() for oid in fmt.split(ids)]
         for i, (offset, end, size, base) in enumerate(zip(offsets, ends, sizes, bases, strict=True)):
             line = f"{hexes[i]} {TYPE_NAMES[real_kinds[i]]:<6} {size} {end - offset} {offset}"
             if base != _WHOLE:

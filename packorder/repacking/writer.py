@@ -214,7 +214,7 @@ def attempt(work: Callable[..., Any], *args: Any) -> Any:
 
 
 def _file_sha1_into(out: list, path: Path, length: int) -> None:
-    out.append(attempt(_native.file_sha1, str(path), length))
+    out.append(attempt(_native.file_checksum, str(path), length))
 
 
 @dataclass

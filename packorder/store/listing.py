@@ -9,6 +9,8 @@ import os
 import re
 from pathlib import Path
 
+from packorder.format.object_format import SHA1, ObjectFormat
+
 _HEX2 = re.compile(r"^[0-9a-f]{2}$")
 _HEX38 = re.compile(r"^[0-9a-f]{38}$")
 
@@ -42,13 +44,14 @@ def list_packs(pack_dir: Path) -> list[Path]:
     return [p for p in sorted(pack_dir.glob("pack-*.pack")) if p.with_suffix(".idx").exists()]
 
 
-def loose_ids(objects_dir: Path) -> bytes:
-    """The ids of every loose object, sorted and concatenated (no path kept for each)."""
+def loose_ids(objects_dir: Path, fmt: ObjectFormat = SHA1) -> bytes:
+    """The ids (of `fmt`) of every loose object, sorted and concatenated (no path kept for each)."""
     ids = []
+    rest = re.compile(rf"^[0-9a-f]{{{fmt.hexsz - 2}}}$")
     for sub in os.listdir(objects_dir) if objects_dir.is_dir() else []:
         if _HEX2.match(sub):
             with contextlib.suppress(NotADirectoryError, FileNotFoundError):
-                ids += [bytes.fromhex(sub + name) for name in os.listdir(objects_dir / sub) if _HEX38.match(name)]
+                ids += [bytes.fromhex(sub + name) for name in os.listdir(objects_dir / sub) if rest.match(name)]
     return b"".join(sorted(ids))
 
 

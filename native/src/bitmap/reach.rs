@@ -11,11 +11,15 @@
 use rayon::prelude::*;
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{ObjectId, OBJ_COMMIT, OBJ_TREE, RAWSZ};
+use crate::pack::entry::{ObjectId, OBJ_COMMIT, OBJ_TREE};
 use crate::pack::hash::{hex, parse_hex};
 use crate::pack::ids::Finder;
 use crate::pack::object_read::{Reader, Store};
 use crate::pack::pack_entries::Entries;
+
+/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+const HASH: crate::pack::object_id::HashAlgo = crate::pack::object_id::HashAlgo::Sha1;
+const RAWSZ: usize = HASH.rawsz();
 
 /// What one reading task's reader may keep of the objects it rebuilt. On git/git (a bitmap
 /// beside a reuse repack, 5 runs): 2 MiB rebuilt chains often enough to cost 12% more CPU,
@@ -80,7 +84,10 @@ impl Graph {
             .outside
             .iter()
             .find(|&&(k, _)| k == c.1)
-            .map_or([0; RAWSZ], |&(_, id)| id)
+            .map_or(
+                ObjectId::null(crate::pack::object_id::HashAlgo::Sha1),
+                |&(_, id)| id,
+            )
     }
 
     /// Edge targets stored, and edges named (with repeats), for reports and tests.
@@ -111,12 +118,12 @@ struct GraphReader<'a> {
 impl GraphReader<'_> {
     /// The pack position of `id`, for the chunk being built in `rows`.
     fn position(&self, id: &[u8], rows: &mut Rows) -> u32 {
-        // Tree entries end in a 20-byte id (tree_entry_end checked it): copied, not converted,
+        // Tree entries end in a whole id (tree_entry_end checked it): copied, not converted,
         // so that nothing here can panic.
-        let mut id_owned: ObjectId = [0; RAWSZ];
+        let mut raw = [0u8; RAWSZ];
         let n = RAWSZ.min(id.len());
-        id_owned[..n].copy_from_slice(&id[..n]);
-        let id = id_owned;
+        raw[..n].copy_from_slice(&id[..n]);
+        let id = ObjectId::of(HASH, &raw);
         match self.finder.at(&id) {
             Some(k) => self.e.sorted_pos[k],
             None => {
@@ -165,7 +172,7 @@ impl GraphReader<'_> {
                 };
                 let id = line
                     .get(..2 * RAWSZ)
-                    .and_then(parse_hex)
+                    .and_then(|hex| parse_hex(HASH, hex))
                     .filter(|_| line.get(2 * RAWSZ) == Some(&b'\n'))
                     .ok_or_else(|| bad("malformed commit header"))?;
                 let target = self.position(&id, rows);

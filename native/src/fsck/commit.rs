@@ -1,6 +1,6 @@
 //! Commits: what Git's parser needs of one (else "invalid commit"), and fsck's rules.
 
-use crate::fsck::ident::{check_ident, headers_end_badly, line_end};
+use crate::fsck::ident::{check_ident, headers_end_badly, id_line};
 use crate::fsck::report::{name, oid_hex, Report};
 use crate::fsck::rules::Msg;
 use crate::pack::entry::ObjectId;
@@ -14,34 +14,25 @@ pub struct Parsed {
 /// Git's `parse_commit_buffer`: the tree line, then each parent line, at fixed widths. Err is
 /// Git's error line (the run then fails with "invalid commit").
 pub fn parse(id: &ObjectId, data: &[u8]) -> Result<Parsed, String> {
-    const TREE_LINE: usize = 5 + 40;
-    const PARENT_LINE: usize = 7 + 40;
-    if data.len() <= TREE_LINE + 1 || !data.starts_with(b"tree ") || data[TREE_LINE] != b'\n' {
+    let algo = id.algo();
+    let tree_line = 5 + algo.hexsz();
+    let parent_line = 7 + algo.hexsz();
+    if data.len() <= tree_line + 1 || !data.starts_with(b"tree ") || data[tree_line] != b'\n' {
         return Err(format!("bogus commit object {}", name(id)));
     }
-    let tree =
-        oid_hex(&data[5..]).ok_or_else(|| format!("bad tree pointer in commit {}", name(id)))?;
+    let tree = oid_hex(algo, &data[5..])
+        .ok_or_else(|| format!("bad tree pointer in commit {}", name(id)))?;
     let mut parents = Vec::new();
-    let mut pos = TREE_LINE + 1;
-    while pos + PARENT_LINE < data.len() && data[pos..].starts_with(b"parent ") {
-        let parent = (data.len() > pos + PARENT_LINE + 1 && data[pos + PARENT_LINE] == b'\n')
-            .then(|| oid_hex(&data[pos + 7..]))
+    let mut pos = tree_line + 1;
+    while pos + parent_line < data.len() && data[pos..].starts_with(b"parent ") {
+        let parent = (data.len() > pos + parent_line + 1 && data[pos + parent_line] == b'\n')
+            .then(|| oid_hex(algo, &data[pos + 7..]))
             .flatten()
             .ok_or_else(|| format!("bad parents in commit {}", name(id)))?;
         parents.push(parent);
-        pos += PARENT_LINE + 1;
+        pos += parent_line + 1;
     }
     Ok(Parsed { tree, parents })
-}
-
-/// An id line's value at `pos`: 40 hex digits and a newline. Returns where the next line
-/// starts and whether the id was well formed.
-fn id_line(data: &[u8], pos: usize) -> (usize, bool) {
-    if oid_hex(&data[pos..]).is_some() && data.get(pos + 40) == Some(&b'\n') {
-        (pos + 41, true)
-    } else {
-        ((line_end(data, pos) + 1).min(data.len()), false)
-    }
 }
 
 /// Git's `fsck_commit`; true when it fails the object.
@@ -53,12 +44,12 @@ pub fn check(r: &mut Report, data: &[u8]) -> bool {
     if !at(0, b"tree ") {
         return r.report(Msg::MissingTree, "invalid format - expected 'tree' line");
     }
-    let (mut pos, ok) = id_line(data, 5);
+    let (mut pos, ok) = id_line(r.algo, data, 5);
     if !ok && r.report(Msg::BadTreeSha1, "invalid 'tree' line format - bad sha1") {
         return true;
     }
     while at(pos, b"parent ") {
-        let (next, ok) = id_line(data, pos + 7);
+        let (next, ok) = id_line(r.algo, data, pos + 7);
         if !ok
             && r.report(
                 Msg::BadParentSha1,

@@ -1,8 +1,9 @@
 //! The header checks commits and tags share: where the headers end, and author, committer and
 //! tagger lines, with Git's fsck rules and messages.
 
-use crate::fsck::report::Report;
+use crate::fsck::report::{oid_hex, Report};
 use crate::fsck::rules::Msg;
+use crate::pack::object_id::HashAlgo;
 
 /// Git's `verify_headers`: the headers end with a blank line, or at least with a newline, and
 /// hold no NUL. True when the check must stop (the rest relies on it).
@@ -30,6 +31,17 @@ pub fn line_end(data: &[u8], pos: usize) -> usize {
         .iter()
         .position(|&b| b == b'\n')
         .map_or(data.len(), |n| pos + n)
+}
+
+/// An id line's value at `pos` (of a commit or tag): an id in hex and a newline. Returns
+/// where the next line starts and whether the id was well formed.
+pub fn id_line(algo: HashAlgo, data: &[u8], pos: usize) -> (usize, bool) {
+    let end = pos + algo.hexsz();
+    if oid_hex(algo, &data[pos..]).is_some() && data.get(end) == Some(&b'\n') {
+        (end + 1, true)
+    } else {
+        ((line_end(data, pos) + 1).min(data.len()), false)
+    }
 }
 
 /// Seconds since the epoch that do not fit Git's timestamps: more than 23 digits, or above

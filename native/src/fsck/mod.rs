@@ -23,7 +23,7 @@ use std::sync::Mutex;
 
 use links::Links;
 
-use crate::pack::entry::{type_name, ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
+use crate::pack::entry::{type_name, HashAlgo, ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
 use crate::pack::hash::hex;
 use report::{Report, PLAIN_ERROR};
 use rules::Rules;
@@ -59,6 +59,7 @@ pub struct Finding {
 pub type SpecialBlob = (ObjectId, Special, Seen);
 
 pub struct Checker {
+    pub algo: HashAlgo,
     /// Check objects by fsck's rules (`--fsck-objects`, `--strict`).
     pub objects: bool,
     /// Gather links for the connectivity check (`--strict`, `--check-self-contained-...`).
@@ -90,15 +91,17 @@ fn plain(lines: Vec<String>) -> Vec<(u8, String)> {
 }
 
 impl Checker {
-    pub fn new(objects: bool, links: bool, strict: bool, rules: Rules) -> Self {
+    /// A checker of objects named by `algo`.
+    pub fn new(algo: HashAlgo, objects: bool, links: bool, strict: bool, rules: Rules) -> Self {
         Checker {
+            algo,
             objects,
             links,
             strict,
             rules,
             findings: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
-            linked: Links::default(),
+            linked: Links::new(algo),
             specials: Mutex::new(Vec::new()),
             deferred: Mutex::new(Vec::new()),
         }
@@ -112,7 +115,7 @@ impl Checker {
     /// index::checks::check_again).
     pub fn reset(&mut self) {
         let rules = std::mem::take(&mut self.rules);
-        *self = Checker::new(self.objects, self.links, self.strict, rules);
+        *self = Checker::new(self.algo, self.objects, self.links, self.strict, rules);
     }
 
     fn record(&self, seen: Seen, id: &ObjectId, lines: Vec<(u8, String)>, fatal: Option<String>) {
@@ -247,7 +250,7 @@ impl Checker {
         // to its end (`walked`) is walked as it is, any other is decoded by the walk itself
         // (only a downgraded badTree gets here with a malformed one).
         let (entries, error) = if walked.is_empty() {
-            match tree::entries(data) {
+            match tree::entries(self.algo, data) {
                 Ok(decoded) => decoded,
                 Err(error) => {
                     let fatal = format!("Not all child objects of {} are reachable", hex(id));
@@ -423,11 +426,12 @@ mod tests {
             skip: Vec::new(),
             max_tree_entry_len: 4096,
         };
-        let check = Checker::new(true, true, true, rules);
+        let check = Checker::new(HashAlgo::Sha1, true, true, true, rules);
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for i in 0..200_000u64 {
             let data = random_object(&mut state);
-            let id: ObjectId = std::array::from_fn(|k| (i >> (k % 8)) as u8 ^ k as u8);
+            let raw: [u8; 20] = std::array::from_fn(|k| (i >> (k % 8)) as u8 ^ k as u8);
+            let id = ObjectId::of(HashAlgo::Sha1, &raw);
             for kind in [OBJ_COMMIT, OBJ_TREE, OBJ_TAG] {
                 check.check(
                     Seen {

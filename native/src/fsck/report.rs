@@ -1,8 +1,8 @@
 //! The lines one object's check produces, as Git's fsck prints them.
 
 use crate::fsck::rules::{Msg, Rules, Severity};
-use crate::pack::entry::ObjectId;
 use crate::pack::hash::hex;
+use crate::pack::object_id::{HashAlgo, ObjectId};
 
 /// How a line is printed: `warning: object <id>: <text>`, `error: object <id>: <text>`, or
 /// `error: <text>` (what Git's parsers print as they fail).
@@ -12,6 +12,8 @@ pub const PLAIN_ERROR: u8 = 2;
 
 pub struct Report<'a> {
     rules: &'a Rules,
+    /// The hash of the object checked, and so of the ids it names.
+    pub algo: HashAlgo,
     skipped: bool,
     /// (WARNING, ERROR or PLAIN_ERROR, text) in the order printed.
     pub lines: Vec<(u8, String)>,
@@ -21,6 +23,7 @@ impl<'a> Report<'a> {
     pub fn new(rules: &'a Rules, id: &ObjectId) -> Self {
         Report {
             rules,
+            algo: id.algo(),
             skipped: rules.skipped(id),
             lines: Vec::new(),
         }
@@ -50,9 +53,9 @@ impl<'a> Report<'a> {
     }
 }
 
-/// `get_oid_hex`: 40 hex digits of either case at the start of `text`.
-pub fn oid_hex(text: &[u8]) -> Option<ObjectId> {
-    crate::pack::hash::parse_hex_any_case(text.get(..40)?)
+/// `get_oid_hex`: an id of `algo` in hex digits of either case at the start of `text`.
+pub fn oid_hex(algo: HashAlgo, text: &[u8]) -> Option<ObjectId> {
+    crate::pack::hash::parse_hex_any_case(algo, text.get(..algo.hexsz())?)
 }
 
 /// The id as Git prints it.

@@ -1,6 +1,6 @@
 //! Tags: what Git's parser needs of one (else "invalid tag"), and fsck's rules.
 
-use crate::fsck::ident::{check_ident, headers_end_badly, line_end};
+use crate::fsck::ident::{check_ident, headers_end_badly, id_line};
 use crate::fsck::refname::is_valid_refname;
 use crate::fsck::report::{name, oid_hex, Report};
 use crate::fsck::rules::Msg;
@@ -9,14 +9,15 @@ use crate::pack::entry::{type_named, ObjectId};
 /// Git's `parse_tag_buffer`: the tagged object and its type. Err is Git's error line, if it
 /// prints one (the run then fails with "invalid tag").
 pub fn parse(id: &ObjectId, data: &[u8]) -> Result<(ObjectId, u8), Option<String>> {
-    if data.len() < 40 + 24 || !data.starts_with(b"object ") || data[47] != b'\n' {
+    let hexsz = id.algo().hexsz();
+    if data.len() < hexsz + 24 || !data.starts_with(b"object ") || data[7 + hexsz] != b'\n' {
         return Err(None);
     }
-    let target = oid_hex(&data[7..]).ok_or(None)?;
-    if !data[48..].starts_with(b"type ") {
+    let target = oid_hex(id.algo(), &data[7..]).ok_or(None)?;
+    if !data[8 + hexsz..].starts_with(b"type ") {
         return Err(None);
     }
-    let start = 53;
+    let start = 13 + hexsz;
     let nl = data[start..].iter().position(|&b| b == b'\n').ok_or(None)?;
     if nl >= 20 {
         return Err(None);
@@ -53,17 +54,14 @@ pub fn check(r: &mut Report, data: &[u8]) -> bool {
             "invalid format - expected 'object' line",
         );
     }
-    let mut pos = 7;
-    if oid_hex(&data[pos..]).is_some() && data.get(pos + 40) == Some(&b'\n') {
-        pos += 41;
-    } else {
-        if r.report(
+    let (mut pos, ok) = id_line(r.algo, data, 7);
+    if !ok
+        && r.report(
             Msg::BadObjectSha1,
             "invalid 'object' line format - bad sha1",
-        ) {
-            return true;
-        }
-        pos = (line_end(data, pos) + 1).min(data.len());
+        )
+    {
+        return true;
     }
     if !at(pos, b"type ") {
         return r.report(

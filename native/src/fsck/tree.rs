@@ -7,7 +7,7 @@ use crate::fsck::names::{
 };
 use crate::fsck::report::Report;
 use crate::fsck::rules::{Msg, Rules};
-use crate::pack::entry::{ObjectId, RAWSZ};
+use crate::pack::object_id::{HashAlgo, ObjectId};
 
 const S_IFMT: u16 = 0o170000;
 const S_IFDIR: u16 = 0o040000;
@@ -32,10 +32,10 @@ pub struct Entry<'a> {
 }
 
 /// Git's `decode_tree_entry` on what is left of a tree; Err is Git's error line.
-fn decode(rest: &[u8]) -> Result<(Entry<'_>, usize), &'static str> {
+fn decode(algo: HashAlgo, rest: &[u8]) -> Result<(Entry<'_>, usize), &'static str> {
     const MALFORMED: &str = "malformed mode in tree entry";
-    let size = rest.len();
-    if size < RAWSZ + 3 || rest[size - (RAWSZ + 1)] != 0 {
+    let (size, rawsz) = (rest.len(), algo.rawsz());
+    if size < rawsz + 3 || rest[size - (rawsz + 1)] != 0 {
         return Err("too-short tree object");
     }
     if rest[0] == b' ' {
@@ -61,24 +61,27 @@ fn decode(rest: &[u8]) -> Result<(Entry<'_>, usize), &'static str> {
     }
     let name = &rest[p..p + name_len];
     let id_at = p + name_len + 1;
-    let id: ObjectId = rest[id_at..id_at + RAWSZ].try_into().expect("20 bytes");
+    let id = ObjectId::of(algo, &rest[id_at..id_at + rawsz]);
     let entry = Entry {
         mode: mode as u16,
         name,
         id,
         mode_text: rest,
     };
-    Ok((entry, id_at + RAWSZ))
+    Ok((entry, id_at + rawsz))
 }
 
 /// The entries of a tree as Git's walk reads them, and the error line of a malformed entry,
 /// where the walk stops. Err when the first entry is malformed: the tree is unreadable.
-pub fn entries(data: &[u8]) -> Result<(Vec<Entry<'_>>, Option<&'static str>), &'static str> {
+pub fn entries(
+    algo: HashAlgo,
+    data: &[u8],
+) -> Result<(Vec<Entry<'_>>, Option<&'static str>), &'static str> {
     let mut out = Vec::new();
     if data.is_empty() {
         return Ok((out, None));
     }
-    let (mut e, mut used) = decode(data)?;
+    let (mut e, mut used) = decode(algo, data)?;
     let mut rest = data;
     loop {
         // Git's walk moves to the next entry before it hands this one out.
@@ -87,7 +90,7 @@ pub fn entries(data: &[u8]) -> Result<(Vec<Entry<'_>>, Option<&'static str>), &'
             out.push(e);
             return Ok((out, None));
         }
-        match decode(rest) {
+        match decode(algo, rest) {
             Ok((next, n)) => {
                 out.push(e);
                 (e, used) = (next, n);
@@ -219,7 +222,7 @@ pub fn check<'a>(
     if data.is_empty() {
         return false;
     }
-    let mut next = decode(data);
+    let mut next = decode(r.algo, data);
     let mut rest = data;
     loop {
         let (e, used) = match next {
@@ -232,7 +235,7 @@ pub fn check<'a>(
         // (`walked` holds only a tree decoded to its end: the walk of a malformed one
         // prints its own error lines.)
         let name = e.name;
-        null_id |= e.id == [0; RAWSZ];
+        null_id |= e.id.is_null();
         let slashes = memchr::memchr2(b'/', b'\\', name).is_some();
         full_path |= slashes && name.contains(&b'/');
         empty_name |= name.is_empty();
@@ -268,7 +271,7 @@ pub fn check<'a>(
         rest = &rest[used..];
         let more = !rest.is_empty();
         if more {
-            next = decode(rest);
+            next = decode(r.algo, rest);
             if let Err(error) = next {
                 r.plain_error(error);
                 failed |= r.report(Msg::BadTree, "cannot be parsed as a tree");

@@ -60,7 +60,7 @@ impl ChainLinks for Entries<'_> {
         let offset = self.table.entries.offsets[i as usize];
         let mut head = [0u8; MAX_HEADER_LEN];
         let n = self.pack.read_upto(&mut head, offset, self.pack.len)?;
-        let h = parse_header(&head[..n], offset)?
+        let h = parse_header(&head[..n], offset, self.pack.algo)?
             .ok_or_else(|| PackError::at(offset, "entry header is cut off"))?;
         let missing = || PackError::at(offset, "delta base is not in the pack");
         match h.base {

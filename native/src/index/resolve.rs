@@ -197,7 +197,13 @@ impl<'a> Resolver<'a> {
                 apply_delta_into(&base_data, &db, offset, self.opts.object_limit, &mut rb)?;
                 drop(base_data);
                 release_if_large(&mut db);
-                let id = object_id(base.kind, &rb, self.opts.detect_collisions, offset)?;
+                let id = object_id(
+                    self.pack.algo,
+                    base.kind,
+                    &rb,
+                    self.opts.detect_collisions,
+                    offset,
+                )?;
                 if let Some(c) = self.check {
                     c.check(
                         Seen {

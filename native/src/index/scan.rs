@@ -13,8 +13,8 @@ use crate::fsck::Checker;
 pub use crate::index::scanner::WHOLE_LIMIT;
 use crate::index::scanner::{Scanner, SYNC_SPAN};
 use crate::index::table::Table;
-use crate::pack::entry::RAWSZ;
 use crate::pack::hash::FileChecksum;
+use crate::pack::object_id::{HashAlgo, ObjectId};
 use crate::pack::source::PackFile;
 use crate::progress::{Progress, PHASE_INDEXING};
 
@@ -27,7 +27,7 @@ pub struct PackHeader {
 }
 
 pub fn read_header(pack: &PackFile) -> Result<PackHeader> {
-    if pack.len < PACK_HEADER_LEN + RAWSZ as u64 {
+    if pack.len < PACK_HEADER_LEN + pack.trailer_len() {
         return Err(PackError::at(
             0,
             format!("file of {} bytes is too short to be a pack", pack.len),
@@ -75,7 +75,7 @@ fn new_scanner<'a>(pack: &'a PackFile, limit: u64, opts: &ScanOptions<'a>) -> Sc
 pub struct ScanResult {
     pub header: PackHeader,
     pub table: Table,
-    pub checksum: [u8; RAWSZ],
+    pub checksum: ObjectId,
     /// Some thread read entries from a boundary that was not one (they looked like entries:
     /// a stored blob holding a pack can): whatever checked them saw objects of no pack.
     pub false_entries: bool,
@@ -127,8 +127,13 @@ fn scan_region(
     }
 }
 
-fn checksum_of(pack: &PackFile, limit: u64, progress: &Progress) -> Result<[u8; RAWSZ]> {
-    let mut sum = FileChecksum::default();
+fn checksum_of(
+    pack: &PackFile,
+    algo: HashAlgo,
+    limit: u64,
+    progress: &Progress,
+) -> Result<ObjectId> {
+    let mut sum = FileChecksum::new(algo);
     let mut buf = vec![0u8; 1 << 20];
     let mut at = 0u64;
     while at < limit {
@@ -140,10 +145,42 @@ fn checksum_of(pack: &PackFile, limit: u64, progress: &Progress) -> Result<[u8; 
     Ok(sum.finish())
 }
 
-/// Run the first pass over the whole pack.
+/// Run the first pass over the whole pack. A pack that fails it but whose trailer is the
+/// checksum of the other hash is a pack of that hash: said so in one line.
 pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<ScanResult> {
+    scan_as(pack, opts, progress).map_err(|e| match other_hash(pack, progress) {
+        Some(other) => PackError::general(format!(
+            "this is a {} pack (its trailer is its {} checksum), read as {}: \
+             use --object-format={} or a {} repository",
+            other.name(),
+            other.name(),
+            pack.algo.name(),
+            other.name(),
+            other.name()
+        )),
+        _ => e,
+    })
+}
+
+/// The other hash, if the pack's last bytes are that hash's checksum of the rest.
+fn other_hash(pack: &PackFile, progress: &Progress) -> Option<HashAlgo> {
+    let other = match pack.algo {
+        HashAlgo::Sha1 => HashAlgo::Sha256,
+        HashAlgo::Sha256 => HashAlgo::Sha1,
+    };
+    let limit = pack.len.checked_sub(other.rawsz() as u64)?;
+    if limit < PACK_HEADER_LEN {
+        return None;
+    }
+    let mut trailer = vec![0u8; other.rawsz()];
+    pack.read_exact_at(&mut trailer, limit).ok()?;
+    let sum = checksum_of(pack, other, limit, progress).ok()?;
+    (sum[..] == trailer[..]).then_some(other)
+}
+
+fn scan_as(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<ScanResult> {
     let header = read_header(pack)?;
-    let limit = pack.len - RAWSZ as u64;
+    let limit = pack.len - pack.trailer_len();
     let count = u64::from(header.count);
     progress.start(PHASE_INDEXING, count);
 
@@ -169,7 +206,7 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
     }
 
     let (regions, checksum) = std::thread::scope(|s| {
-        let sum = s.spawn(|| checksum_of(pack, limit, progress));
+        let sum = s.spawn(|| checksum_of(pack, pack.algo, limit, progress));
         let handles: Vec<_> = starts
             .iter()
             .enumerate()
@@ -222,16 +259,7 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
         end
     };
     if junk_at != limit {
-        // A SHA-256 pack read as SHA-1 ends its last entry 12 bytes early (a 32-byte trailer).
-        let hint = if limit.checked_sub(junk_at) == Some(12) {
-            " (12 bytes: a SHA-256 pack? only SHA-1 packs are supported)"
-        } else {
-            ""
-        };
-        return Err(PackError::at(
-            junk_at,
-            format!("pack has junk at the end{hint}"),
-        ));
+        return Err(PackError::at(junk_at, "pack has junk at the end"));
     }
     table.truncate(count as usize);
     table.entries.data_end = limit;
@@ -239,9 +267,9 @@ pub fn scan(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<
     let false_entries = dropped.iter().any(|o| offsets.binary_search(o).is_err());
 
     let checksum = checksum?;
-    let mut trailer = [0u8; RAWSZ];
+    let mut trailer = vec![0u8; pack.algo.rawsz()];
     pack.read_exact_at(&mut trailer, limit)?;
-    if checksum != trailer {
+    if checksum[..] != trailer[..] {
         return Err(PackError::at(
             limit,
             format!(

@@ -6,7 +6,7 @@ use crate::error::{PackError, Result};
 use crate::fsck::{Checker, Seen};
 use crate::index::table::Table;
 use crate::pack::entry::{
-    is_delta, parse_header, BaseRef, EntryHeader, MAX_HEADER_LEN, OBJ_BLOB, RAWSZ,
+    is_delta, parse_header, BaseRef, EntryHeader, ObjectId, MAX_HEADER_LEN, OBJ_BLOB,
 };
 use crate::pack::hash::ObjectHasher;
 use crate::pack::inflate::{looks_like_zlib, Inflater};
@@ -34,7 +34,7 @@ fn compress_bound(size: u64) -> u64 {
 
 /// What inflating one entry gives: compressed bytes used, CRC32 of the raw entry, and the id
 /// of a whole object.
-type Inflated = (u64, u32, Option<[u8; RAWSZ]>);
+type Inflated = (u64, u32, Option<ObjectId>);
 
 pub(crate) struct Scanner<'a> {
     pack: &'a PackFile,
@@ -70,7 +70,7 @@ impl<'a> Scanner<'a> {
     fn header(&mut self, offset: u64) -> Result<EntryHeader> {
         let limit = self.window.limit();
         let bytes = self.window.at(offset, MAX_HEADER_LEN)?;
-        let h = parse_header(bytes, offset)?.ok_or_else(|| {
+        let h = parse_header(bytes, offset, self.pack.algo)?.ok_or_else(|| {
             PackError::at(offset, "entry header is cut off by the end of the pack")
         })?;
         if offset + h.header_len as u64 >= limit {
@@ -115,7 +115,7 @@ impl<'a> Scanner<'a> {
         if let BaseRef::Id(id) = h.base {
             out.ref_bases.push((id, idx));
         }
-        out.oids.push(oid.unwrap_or([0; RAWSZ]));
+        out.oids.push(oid.unwrap_or(ObjectId::null(self.pack.algo)));
         out.real_kinds
             .push(if is_delta(h.kind) { 0 } else { h.kind });
         Ok(offset + h.header_len as u64 + used)
@@ -147,7 +147,12 @@ impl<'a> Scanner<'a> {
                 Ok(used) => {
                     let crc = crc32fast::hash(&buf[..h.header_len + used]);
                     let oid = if !probing && !is_delta(h.kind) {
-                        let mut hasher = ObjectHasher::new(h.kind, h.size, self.detect_collisions);
+                        let mut hasher = ObjectHasher::new(
+                            self.pack.algo,
+                            h.kind,
+                            h.size,
+                            self.detect_collisions,
+                        );
                         hasher.update(&self.scratch[..size]);
                         let id = hasher.finish(offset)?;
                         if let Some(c) = self.check {
@@ -185,7 +190,12 @@ impl<'a> Scanner<'a> {
         let mut hasher = if is_delta(h.kind) {
             None
         } else {
-            Some(ObjectHasher::new(h.kind, h.size, self.detect_collisions))
+            Some(ObjectHasher::new(
+                self.pack.algo,
+                h.kind,
+                h.size,
+                self.detect_collisions,
+            ))
         };
         let stream = &mut self.inflater.stream;
         stream.reset(true);

@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 
 use crate::error::{PackError, Result};
 use crate::index::table::Table;
-use crate::pack::entry::{encode_type_size, ObjectId, RAWSZ};
+use crate::pack::entry::{encode_type_size, ObjectId};
 use crate::pack::hash::FileChecksum;
 use crate::pack::source::PackFile;
 
@@ -47,7 +47,7 @@ pub fn append_object(
 }
 
 /// Rewrite the object count and the trailer after appending; returns the new checksum.
-pub fn finish(pack: &mut PackFile, table: &Table) -> Result<[u8; RAWSZ]> {
+pub fn finish(pack: &mut PackFile, table: &Table) -> Result<ObjectId> {
     let count = u32::try_from(table.len())
         .map_err(|_| PackError::general("too many objects for one pack"))?;
     pack.file
@@ -56,7 +56,7 @@ pub fn finish(pack: &mut PackFile, table: &Table) -> Result<[u8; RAWSZ]> {
     pack.file
         .set_len(table.entries.data_end)
         .map_err(|e| PackError::io("cannot truncate the pack", e))?;
-    let mut sum = FileChecksum::default();
+    let mut sum = FileChecksum::new(pack.algo);
     let mut buf = vec![0u8; 1 << 20];
     let mut at = 0u64;
     while at < table.entries.data_end {
@@ -71,6 +71,6 @@ pub fn finish(pack: &mut PackFile, table: &Table) -> Result<[u8; RAWSZ]> {
     pack.file
         .sync_all()
         .map_err(|e| PackError::io("cannot sync the pack", e))?;
-    pack.len = table.entries.data_end + RAWSZ as u64;
+    pack.len = table.entries.data_end + pack.trailer_len();
     Ok(checksum)
 }

@@ -10,12 +10,11 @@ pub const OBJ_TAG: u8 = 4;
 pub const OBJ_OFS_DELTA: u8 = 6;
 pub const OBJ_REF_DELTA: u8 = 7;
 
-pub const RAWSZ: usize = 20;
-pub type ObjectId = [u8; RAWSZ];
+pub use crate::pack::object_id::{HashAlgo, ObjectId, MAX_RAWSZ};
 
 /// The longest header an entry can have: 10 bytes of size varint plus 10 of OFS offset, or
-/// 10 plus a raw id. Used to size reads before parsing.
-pub const MAX_HEADER_LEN: usize = 10 + RAWSZ;
+/// 10 plus a raw id of the longest hash. Used to size reads before parsing.
+pub const MAX_HEADER_LEN: usize = 10 + MAX_RAWSZ;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BaseRef {
@@ -62,10 +61,11 @@ pub fn type_named(name: &[u8]) -> Option<u8> {
     }
 }
 
-/// Parse the header of the entry at `offset`, whose bytes start at `buf[0]`.
+/// Parse the header of the entry at `offset`, whose bytes start at `buf[0]`, in a pack whose
+/// REF_DELTA bases are ids of `algo`.
 /// Returns `Ok(None)` when `buf` ends before the header does (the caller reads more, or, at the
 /// end of the pack, reports truncation).
-pub fn parse_header(buf: &[u8], offset: u64) -> Result<Option<EntryHeader>> {
+pub fn parse_header(buf: &[u8], offset: u64, algo: HashAlgo) -> Result<Option<EntryHeader>> {
     let Some(&first) = buf.first() else {
         return Ok(None);
     };
@@ -127,13 +127,11 @@ pub fn parse_header(buf: &[u8], offset: u64) -> Result<Option<EntryHeader>> {
             BaseRef::Offset(offset - rel)
         }
         OBJ_REF_DELTA => {
-            let Some(raw) = buf.get(pos..pos + RAWSZ) else {
+            let Some(raw) = buf.get(pos..pos + algo.rawsz()) else {
                 return Ok(None);
             };
-            pos += RAWSZ;
-            let mut id = [0u8; RAWSZ];
-            id.copy_from_slice(raw);
-            BaseRef::Id(id)
+            pos += algo.rawsz();
+            BaseRef::Id(ObjectId::of(algo, raw))
         }
         _ => BaseRef::None,
     };
@@ -191,7 +189,7 @@ mod tests {
         ] {
             let mut out = Vec::new();
             encode_type_size(OBJ_BLOB, size, &mut out);
-            let h = parse_header(&out, 100).unwrap().unwrap();
+            let h = parse_header(&out, 100, HashAlgo::Sha1).unwrap().unwrap();
             assert_eq!((h.kind, h.size, h.header_len), (OBJ_BLOB, size, out.len()));
         }
     }
@@ -203,26 +201,46 @@ mod tests {
             let mut out = Vec::new();
             encode_type_size(OBJ_OFS_DELTA, 5, &mut out);
             encode_ofs(rel, &mut out);
-            let h = parse_header(&out, offset).unwrap().unwrap();
+            let h = parse_header(&out, offset, HashAlgo::Sha1).unwrap().unwrap();
             assert_eq!(h.base, BaseRef::Offset(12));
         }
     }
 
     #[test]
     fn rejects_bad_type_and_forward_offsets() {
-        assert!(parse_header(&[0x50], 12).is_err());
-        assert!(parse_header(&[0x00], 12).is_err());
+        assert!(parse_header(&[0x50], 12, HashAlgo::Sha1).is_err());
+        assert!(parse_header(&[0x00], 12, HashAlgo::Sha1).is_err());
         let mut out = Vec::new();
         encode_type_size(OBJ_OFS_DELTA, 5, &mut out);
         encode_ofs(20, &mut out);
-        assert!(parse_header(&out, 20).is_err());
-        assert!(parse_header(&out, 31).is_err());
-        assert!(parse_header(&out, 32).is_ok());
+        assert!(parse_header(&out, 20, HashAlgo::Sha1).is_err());
+        assert!(parse_header(&out, 31, HashAlgo::Sha1).is_err());
+        assert!(parse_header(&out, 32, HashAlgo::Sha1).is_ok());
+    }
+
+    #[test]
+    fn ref_bases_are_ids_of_the_packs_hash() {
+        let mut out = Vec::new();
+        encode_type_size(OBJ_REF_DELTA, 5, &mut out);
+        out.extend([7u8; 32]);
+        let h = parse_header(&out, 12, HashAlgo::Sha256).unwrap().unwrap();
+        assert_eq!(
+            h.base,
+            BaseRef::Id(ObjectId::of(HashAlgo::Sha256, &[7; 32]))
+        );
+        assert_eq!(h.header_len, out.len());
+        // A SHA-256 base cut at 20 of its 32 bytes is a header cut short, not a SHA-1 id.
+        assert_eq!(
+            parse_header(&out[..21], 12, HashAlgo::Sha256).unwrap(),
+            None
+        );
+        let sha1 = parse_header(&out, 12, HashAlgo::Sha1).unwrap().unwrap();
+        assert_eq!(sha1.header_len, 21);
     }
 
     #[test]
     fn short_buffers_ask_for_more() {
-        assert_eq!(parse_header(&[0x95], 12).unwrap(), None);
-        assert_eq!(parse_header(&[0x75], 12).unwrap(), None);
+        assert_eq!(parse_header(&[0x95], 12, HashAlgo::Sha1).unwrap(), None);
+        assert_eq!(parse_header(&[0x75], 12, HashAlgo::Sha1).unwrap(), None);
     }
 }

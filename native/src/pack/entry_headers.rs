@@ -3,7 +3,7 @@
 
 use crate::error::{PackError, Result};
 use crate::pack::delta::delta_sizes;
-use crate::pack::entry::{is_delta, parse_header, BaseRef, EntryHeader, MAX_HEADER_LEN, RAWSZ};
+use crate::pack::entry::{is_delta, parse_header, BaseRef, EntryHeader, ObjectId, MAX_HEADER_LEN};
 use crate::pack::pack_entries::Entries;
 use crate::pack::source::PackFile;
 
@@ -13,7 +13,7 @@ pub struct Headers {
     /// OFS_DELTA base offset, else 0.
     pub ofs_bases: Vec<u64>,
     /// REF_DELTA base id, else zeros.
-    pub ref_ids: Vec<[u8; RAWSZ]>,
+    pub ref_ids: Vec<ObjectId>,
     /// Size of the object an entry stands for: the entry size for whole objects, the result
     /// size from the delta's header for deltas (found by inflating its first bytes only).
     /// All zero unless asked for.
@@ -29,7 +29,7 @@ pub fn read_headers(
     with_object_sizes: bool,
 ) -> Result<Headers> {
     let n = offsets.len();
-    let limit = pack.len.saturating_sub(RAWSZ as u64);
+    let limit = pack.len.saturating_sub(pack.trailer_len());
     let mut h = Headers {
         entries: Entries {
             kinds: Vec::with_capacity(n),
@@ -58,7 +58,7 @@ pub fn read_headers(
         match head.base {
             BaseRef::Offset(b) => {
                 h.ofs_bases.push(b);
-                h.ref_ids.push([0; RAWSZ]);
+                h.ref_ids.push(ObjectId::null(pack.algo));
             }
             BaseRef::Id(id) => {
                 h.ofs_bases.push(0);
@@ -66,7 +66,7 @@ pub fn read_headers(
             }
             BaseRef::None => {
                 h.ofs_bases.push(0);
-                h.ref_ids.push([0; RAWSZ]);
+                h.ref_ids.push(ObjectId::null(pack.algo));
             }
         }
         Ok(())
@@ -105,7 +105,7 @@ fn each_header(
     offsets: &[u64],
     mut f: impl FnMut(u64, &EntryHeader) -> Result<()>,
 ) -> Result<()> {
-    let limit = pack.len.saturating_sub(RAWSZ as u64);
+    let limit = pack.len.saturating_sub(pack.trailer_len());
     let mut buf = vec![0u8; CHUNK + MAX_HEADER_LEN];
     let mut start = u64::MAX;
     let mut filled = 0usize;
@@ -133,7 +133,7 @@ fn each_header(
             filled = pack.read_upto(&mut buf, off, limit)?;
         }
         let from = (off - start) as usize;
-        let head = parse_header(&buf[from..filled], off)?
+        let head = parse_header(&buf[from..filled], off, pack.algo)?
             .ok_or_else(|| PackError::at(off, "entry header is cut off by the end of the pack"))?;
         f(off, &head)?;
     }

@@ -1,24 +1,27 @@
-//! Object ids. Git names objects by SHA-1 of `"<type> <size>\0" + content` and, since 2.13,
-//! refuses input that carries a SHA-1 collision attack; we do the same with the `sha1dc` crate,
-//! which keeps collision detection while using the CPU's SHA instructions. File trailers use
-//! plain SHA-1: they guard against corruption, not attack.
+//! Object ids. Git names objects by the hash of `"<type> <size>\0" + content`: SHA-1 or
+//! SHA-256, as the repository says. For SHA-1 it has, since 2.13, refused input that carries a
+//! collision attack; we do the same with the `sha1dc` crate, which keeps collision detection
+//! while using the CPU's SHA instructions (SHA-256 needs no such check). File trailers use the
+//! plain hash: they guard against corruption, not attack.
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{type_name, ObjectId, RAWSZ};
+use crate::pack::entry::type_name;
+use crate::pack::object_id::{HashAlgo, ObjectId};
+use sha2::Digest;
 
-/// Streaming object hasher with collision detection (or without, when asked).
+/// Streaming object hasher, with collision detection for SHA-1 (unless asked not to).
 pub enum ObjectHasher {
     Checked(sha1dc::Hasher),
     Plain(sha1::Sha1),
+    Sha256(sha2::Sha256),
 }
 
 impl ObjectHasher {
-    pub fn new(kind: u8, size: u64, detect_collisions: bool) -> Self {
-        let mut h = if detect_collisions {
-            ObjectHasher::Checked(sha1dc::Hasher::new())
-        } else {
-            use sha1::Digest;
-            ObjectHasher::Plain(sha1::Sha1::new())
+    pub fn new(algo: HashAlgo, kind: u8, size: u64, detect_collisions: bool) -> Self {
+        let mut h = match algo {
+            HashAlgo::Sha1 if detect_collisions => ObjectHasher::Checked(sha1dc::Hasher::new()),
+            HashAlgo::Sha1 => ObjectHasher::Plain(sha1::Sha1::new()),
+            HashAlgo::Sha256 => ObjectHasher::Sha256(sha2::Sha256::new()),
         };
         h.update(object_header(kind, size).as_bytes());
         h
@@ -27,7 +30,8 @@ impl ObjectHasher {
     pub fn update(&mut self, data: &[u8]) {
         match self {
             ObjectHasher::Checked(h) => h.update(data),
-            ObjectHasher::Plain(h) => sha1::Digest::update(h, data),
+            ObjectHasher::Plain(h) => Digest::update(h, data),
+            ObjectHasher::Sha256(h) => Digest::update(h, data),
         }
     }
 
@@ -35,22 +39,14 @@ impl ObjectHasher {
     pub fn finish(self, offset: u64) -> Result<ObjectId> {
         match self {
             ObjectHasher::Checked(h) => match h.finalize() {
-                Ok(d) => {
-                    let mut id = [0u8; RAWSZ];
-                    id.copy_from_slice(d.as_ref());
-                    Ok(id)
-                }
+                Ok(d) => Ok(ObjectId::of(HashAlgo::Sha1, d.as_ref())),
                 Err(_) => Err(PackError::at(
                     offset,
                     "SHA-1 collision attack detected in object",
                 )),
             },
-            ObjectHasher::Plain(h) => {
-                let d = sha1::Digest::finalize(h);
-                let mut id = [0u8; RAWSZ];
-                id.copy_from_slice(&d);
-                Ok(id)
-            }
+            ObjectHasher::Plain(h) => Ok(ObjectId::of(HashAlgo::Sha1, &h.finalize())),
+            ObjectHasher::Sha256(h) => Ok(ObjectId::of(HashAlgo::Sha256, &h.finalize())),
         }
     }
 }
@@ -59,26 +55,45 @@ pub fn object_header(kind: u8, size: u64) -> String {
     format!("{} {}\0", type_name(kind), size)
 }
 
-pub fn object_id(kind: u8, data: &[u8], detect_collisions: bool, offset: u64) -> Result<ObjectId> {
-    let mut h = ObjectHasher::new(kind, data.len() as u64, detect_collisions);
+pub fn object_id(
+    algo: HashAlgo,
+    kind: u8,
+    data: &[u8],
+    detect_collisions: bool,
+    offset: u64,
+) -> Result<ObjectId> {
+    let mut h = ObjectHasher::new(algo, kind, data.len() as u64, detect_collisions);
     h.update(data);
     h.finish(offset)
 }
 
-/// Plain SHA-1 for checksums of whole files (pack, idx and rev trailers).
-#[derive(Clone, Default)]
-pub struct FileChecksum(sha1::Sha1);
+/// The plain hash of whole files (pack, idx, rev, bitmap and mtimes trailers).
+#[derive(Clone)]
+pub enum FileChecksum {
+    Sha1(sha1::Sha1),
+    Sha256(sha2::Sha256),
+}
 
 impl FileChecksum {
+    pub fn new(algo: HashAlgo) -> Self {
+        match algo {
+            HashAlgo::Sha1 => FileChecksum::Sha1(sha1::Sha1::new()),
+            HashAlgo::Sha256 => FileChecksum::Sha256(sha2::Sha256::new()),
+        }
+    }
+
     pub fn update(&mut self, data: &[u8]) {
-        sha1::Digest::update(&mut self.0, data);
+        match self {
+            FileChecksum::Sha1(h) => Digest::update(h, data),
+            FileChecksum::Sha256(h) => Digest::update(h, data),
+        }
     }
 
     pub fn finish(self) -> ObjectId {
-        let d = sha1::Digest::finalize(self.0);
-        let mut id = [0u8; RAWSZ];
-        id.copy_from_slice(&d);
-        id
+        match self {
+            FileChecksum::Sha1(h) => ObjectId::of(HashAlgo::Sha1, &h.finalize()),
+            FileChecksum::Sha256(h) => ObjectId::of(HashAlgo::Sha256, &h.finalize()),
+        }
     }
 }
 
@@ -86,32 +101,32 @@ pub fn hex(id: &[u8]) -> String {
     id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The object id written as 40 lowercase hex digits (as Git prints them), if `text` is one.
-pub fn parse_hex(text: &[u8]) -> Option<ObjectId> {
-    parse_hex_digits(text, false)
+/// The object id of `algo` written in lowercase hex digits (as Git prints them), if `text` is one.
+pub fn parse_hex(algo: HashAlgo, text: &[u8]) -> Option<ObjectId> {
+    parse_hex_digits(algo, text, false)
 }
 
-/// The object id written as 40 hex digits of either case, as Git's object parsers read them
-/// (`get_oid_hex`).
-pub fn parse_hex_any_case(text: &[u8]) -> Option<ObjectId> {
-    parse_hex_digits(text, true)
+/// The object id of `algo` written in hex digits of either case, as Git's object parsers
+/// read them (`get_oid_hex`).
+pub fn parse_hex_any_case(algo: HashAlgo, text: &[u8]) -> Option<ObjectId> {
+    parse_hex_digits(algo, text, true)
 }
 
-fn parse_hex_digits(text: &[u8], upper: bool) -> Option<ObjectId> {
+fn parse_hex_digits(algo: HashAlgo, text: &[u8], upper: bool) -> Option<ObjectId> {
     let digit = |c: u8| match c {
         b'0'..=b'9' => Some(c - b'0'),
         b'a'..=b'f' => Some(c - b'a' + 10),
         b'A'..=b'F' if upper => Some(c - b'A' + 10),
         _ => None,
     };
-    if text.len() != 2 * RAWSZ {
+    if text.len() != algo.hexsz() {
         return None;
     }
-    let mut out = [0u8; RAWSZ];
-    for (byte, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
+    let mut raw = [0u8; crate::pack::object_id::MAX_RAWSZ];
+    for (byte, pair) in raw.iter_mut().zip(text.chunks_exact(2)) {
         *byte = digit(pair[0])? << 4 | digit(pair[1])?;
     }
-    Some(out)
+    Some(ObjectId::of(algo, &raw[..algo.rawsz()]))
 }
 
 #[cfg(test)]
@@ -121,23 +136,35 @@ mod tests {
 
     #[test]
     fn hex_round_trips_and_rejects_what_is_not_an_id() {
-        let id = object_id(OBJ_BLOB, b"hello\n", false, 0).unwrap();
-        assert_eq!(parse_hex(hex(&id).as_bytes()), Some(id));
-        assert_eq!(parse_hex(b"ce01"), None);
-        assert_eq!(parse_hex(&[b'C'; 40]), None);
-        assert_eq!(parse_hex(&[b'g'; 40]), None);
+        let id = object_id(HashAlgo::Sha1, OBJ_BLOB, b"hello\n", false, 0).unwrap();
+        assert_eq!(parse_hex(HashAlgo::Sha1, hex(&id).as_bytes()), Some(id));
+        assert_eq!(parse_hex(HashAlgo::Sha1, b"ce01"), None);
+        assert_eq!(parse_hex(HashAlgo::Sha1, &[b'C'; 40]), None);
+        assert_eq!(parse_hex(HashAlgo::Sha1, &[b'g'; 40]), None);
+    }
+
+    #[test]
+    fn sha256_ids_match_git() {
+        // `printf 'hello\n' | git hash-object --object-format=sha256 --stdin`
+        let id = object_id(HashAlgo::Sha256, OBJ_BLOB, b"hello\n", true, 0).unwrap();
+        assert_eq!(
+            hex(&id),
+            "2cf8d83d9ee29543b34a87727421fdecb7e3f3a183d337639025de576db9ebb4"
+        );
+        assert_eq!(parse_hex(HashAlgo::Sha256, hex(&id).as_bytes()), Some(id));
+        assert_eq!(parse_hex(HashAlgo::Sha1, hex(&id).as_bytes()), None);
     }
 
     #[test]
     fn blob_ids_match_git() {
         // `printf 'hello\n' | git hash-object --stdin`
-        let id = object_id(OBJ_BLOB, b"hello\n", true, 0).unwrap();
+        let id = object_id(HashAlgo::Sha1, OBJ_BLOB, b"hello\n", true, 0).unwrap();
         assert_eq!(hex(&id), "ce013625030ba8dba906f756967f9e9ca394464a");
-        let plain = object_id(OBJ_BLOB, b"hello\n", false, 0).unwrap();
+        let plain = object_id(HashAlgo::Sha1, OBJ_BLOB, b"hello\n", false, 0).unwrap();
         assert_eq!(id, plain);
         // the empty blob
         assert_eq!(
-            hex(&object_id(OBJ_BLOB, b"", true, 0).unwrap()),
+            hex(&object_id(HashAlgo::Sha1, OBJ_BLOB, b"", true, 0).unwrap()),
             "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
         );
     }
@@ -172,7 +199,6 @@ mod tests {
         let err = checked.finish(77).unwrap_err();
         assert_eq!(err.offset, Some(77));
         assert!(err.message.contains("collision"));
-        use sha1::Digest;
         let mut plain = ObjectHasher::Plain(sha1::Sha1::new());
         plain.update(&data);
         assert!(plain.finish(77).is_ok());

@@ -94,7 +94,7 @@ mod tests {
     fn id(bytes: &[u8]) -> ObjectId {
         let mut out = [0u8; 20];
         out[..bytes.len()].copy_from_slice(bytes);
-        out
+        ObjectId::of(crate::pack::object_id::HashAlgo::Sha1, &out)
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod ids;
 pub mod inflate;
 pub mod loose;
 pub mod lru;
+pub mod object_id;
 pub mod object_read;
 pub mod pack_entries;
 pub mod source;

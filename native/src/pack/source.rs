@@ -7,14 +7,17 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::error::{PackError, Result};
+use crate::pack::object_id::HashAlgo;
 
 pub struct PackFile {
     pub file: File,
     pub len: u64,
+    /// The hash of the pack's object names: its REF_DELTA bases and its trailer.
+    pub algo: HashAlgo,
 }
 
 impl PackFile {
-    pub fn open(path: &Path, writable: bool) -> Result<Self> {
+    pub fn open(path: &Path, writable: bool, algo: HashAlgo) -> Result<Self> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(writable)
@@ -24,7 +27,12 @@ impl PackFile {
             .metadata()
             .map_err(|e| PackError::io("cannot stat pack", e))?
             .len();
-        Ok(PackFile { file, len })
+        Ok(PackFile { file, len, algo })
+    }
+
+    /// Bytes of the trailer (the checksum of everything before it).
+    pub fn trailer_len(&self) -> u64 {
+        self.algo.rawsz() as u64
     }
 
     /// Fill `buf` from `offset`; fails if the file ends first.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::pack::object_id::HashAlgo;
 use crate::pack::pack_entries::{Entries, PackEntries};
 use crate::pack::source::PackFile;
 use crate::to_py_err;
@@ -42,6 +43,13 @@ pub(crate) fn bytes_of<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N
     out
 }
 
+/// The hash Python names (`extensions.objectFormat`'s values).
+pub(crate) fn hash_named(name: &str) -> PyResult<HashAlgo> {
+    HashAlgo::named(name).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!("unknown hash algorithm '{name}'"))
+    })
+}
+
 pub(crate) type Col<'py> = Bound<'py, PyBytes>;
 
 /// A source pack as Python describes it: (path, offsets u64, end of its entries, header_lens
@@ -61,7 +69,8 @@ pub(crate) type SourceArgs<'py> = (
 /// entries, delta bases within the pack.
 pub(crate) fn source(args: SourceArgs<'_>) -> PyResult<PackEntries> {
     let (path, offsets, data_end, header_lens, kinds, sizes, bases, crcs) = args;
-    let pack = PackFile::open(&path, false).map_err(to_py_err)?;
+    // Repacking reads SHA-1 repositories only so far.
+    let pack = PackFile::open(&path, false, HashAlgo::Sha1).map_err(to_py_err)?;
     let e = Entries {
         offsets: u64s(offsets.as_bytes()),
         kinds: kinds.as_bytes().to_vec(),

@@ -65,13 +65,15 @@ pub fn pack_bitmap<'py>(
             "pack_bitmap: columns differ in length, or a base or selected commit out of range",
         ));
     }
-    let pack = PackFile::open(&pack_path, false).map_err(to_py_err)?;
+    // Bitmaps are written for SHA-1 repositories only so far.
+    let pack = PackFile::open(&pack_path, false, crate::pack::object_id::HashAlgo::Sha1)
+        .map_err(to_py_err)?;
     let outcome = py.detach(|| -> crate::error::Result<_> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads.max(1))
             .build()
             .map_err(|e| crate::error::PackError::at(0, e.to_string()))?;
-        let order = crate::pack::ids::sort_order(oids);
+        let order = crate::pack::ids::sort_order(&oids);
         let sorted_ids: Vec<_> = order.iter().map(|&i| oids[i as usize]).collect();
         let mut index_pos = vec![0u32; n];
         for (k, &i) in order.iter().enumerate() {

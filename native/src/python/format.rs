@@ -4,22 +4,25 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::python::arrays::{bytes_of, u64s};
+use crate::pack::object_id::HashAlgo;
+use crate::python::arrays::{bytes_of, hash_named, u64s};
 use crate::{
     error, pack::delta, pack::entry, pack::entry_headers, pack::hash, pack::source, to_py_err,
 };
 
-/// The id of an object of type `kind` (1-4) with content `data`.
+/// The id of an object of type `kind` (1-4) with content `data`, by `object_format`'s hash.
 #[pyfunction]
-#[pyo3(signature = (kind, data, detect_collisions=true))]
+#[pyo3(signature = (kind, data, detect_collisions=true, object_format="sha1"))]
 pub(crate) fn object_id<'py>(
     py: Python<'py>,
     kind: u8,
     data: &[u8],
     detect_collisions: bool,
+    object_format: &str,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let algo = hash_named(object_format)?;
     let id = py
-        .detach(|| hash::object_id(kind, data, detect_collisions, 0))
+        .detach(|| hash::object_id(algo, kind, data, detect_collisions, 0))
         .map_err(to_py_err)?;
     Ok(PyBytes::new(py, &id))
 }
@@ -37,16 +40,18 @@ pub(crate) fn apply_delta<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
-/// Parse an entry header at pack offset `offset` from `buf`:
+/// Parse an entry header at pack offset `offset` from `buf`, in a pack of `object_format`:
 /// (kind, size, header_len, base offset or None, base id or None); None if `buf` is too short.
 #[pyfunction]
+#[pyo3(signature = (buf, offset, object_format="sha1"))]
 #[allow(clippy::type_complexity)]
 pub(crate) fn parse_entry_header<'py>(
     py: Python<'py>,
     buf: &[u8],
     offset: u64,
+    object_format: &str,
 ) -> PyResult<Option<(u8, u64, usize, Option<u64>, Option<Bound<'py, PyBytes>>)>> {
-    let h = entry::parse_header(buf, offset).map_err(to_py_err)?;
+    let h = entry::parse_header(buf, offset, hash_named(object_format)?).map_err(to_py_err)?;
     Ok(h.map(|h| {
         let (ofs, id) = match h.base {
             entry::BaseRef::None => (None, None),
@@ -74,16 +79,19 @@ pub(crate) fn encode_entry_header<'py>(
     PyBytes::new(py, &out)
 }
 
-/// Plain SHA-1 of file contents (idx and rev trailers), without loading OpenSSL into the process.
+/// The plain hash (SHA-1 or SHA-256) of file contents (idx and rev trailers), without
+/// loading OpenSSL into the process.
 #[pyclass(module = "packorder._native")]
-#[derive(Default)]
-pub(crate) struct Sha1(hash::FileChecksum);
+pub(crate) struct FileChecksum(hash::FileChecksum);
 
 #[pymethods]
-impl Sha1 {
+impl FileChecksum {
     #[new]
-    fn new() -> Self {
-        Sha1::default()
+    #[pyo3(signature = (object_format="sha1"))]
+    fn new(object_format: &str) -> PyResult<Self> {
+        Ok(FileChecksum(hash::FileChecksum::new(hash_named(
+            object_format,
+        )?)))
     }
 
     /// Hash any contiguous bytes-like object (bytes, bytearray, memoryview).
@@ -109,27 +117,29 @@ impl Sha1 {
 
 /// The entry headers at `offsets` (native u64s, ascending) of the pack at `path`:
 /// (kinds, sizes as u64s, header lengths, OFS base offsets as u64s (0 if none), REF base
-/// ids (20 zero bytes if none), object sizes as u64s), each a bytes object in the order of
+/// ids (zero bytes if none), object sizes as u64s), each a bytes object in the order of
 /// `offsets`. Object sizes of deltas come from the delta header (their first bytes inflated);
 /// with `object_sizes=False` they are not read (all zero), which saves an inflate a delta.
 #[pyfunction]
-#[pyo3(signature = (path, offsets, object_sizes=true))]
+#[pyo3(signature = (path, offsets, object_sizes=true, object_format="sha1"))]
 pub(crate) fn read_entry_headers<'py>(
     py: Python<'py>,
     path: std::path::PathBuf,
     offsets: &[u8],
     object_sizes: bool,
+    object_format: &str,
 ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
     let offs = u64s(offsets);
+    let algo = hash_named(object_format)?;
     let h = py
         .detach(|| {
-            let pack = source::PackFile::open(&path, false)?;
+            let pack = source::PackFile::open(&path, false, algo)?;
             entry_headers::read_headers(&pack, offs, object_sizes)
         })
         .map_err(to_py_err)?;
     let sizes = bytes_of(&h.entries.sizes, u64::to_ne_bytes);
     let bases = bytes_of(&h.ofs_bases, u64::to_ne_bytes);
-    let ids: Vec<u8> = h.ref_ids.iter().flatten().copied().collect();
+    let ids = crate::pack::object_id::concat(&h.ref_ids);
     let object_sizes = bytes_of(&h.object_sizes, u64::to_ne_bytes);
     pyo3::types::PyTuple::new(
         py,
@@ -156,7 +166,8 @@ pub(crate) fn range_crcs<'py>(
     let (starts, ends) = (u64s(starts), u64s(ends));
     let out = py
         .detach(|| -> error::Result<Vec<u8>> {
-            let pack = source::PackFile::open(&path, false)?;
+            // CRCs of byte ranges: the pack's hash plays no part.
+            let pack = source::PackFile::open(&path, false, HashAlgo::Sha1)?;
             let mut out = Vec::with_capacity(starts.len() * 4);
             let mut buf = vec![0u8; 1 << 20];
             // Ranges are mostly small and in file order: serve them from a window read ahead
@@ -209,17 +220,20 @@ fn read_range(
     Ok(())
 }
 
-/// Plain SHA-1 of the first `length` bytes of the file at `path`.
+/// The plain hash (`object_format`'s) of the first `length` bytes of the file at `path`.
 #[pyfunction]
-pub(crate) fn file_sha1<'py>(
+#[pyo3(signature = (path, length, object_format="sha1"))]
+pub(crate) fn file_checksum<'py>(
     py: Python<'py>,
     path: std::path::PathBuf,
     length: u64,
+    object_format: &str,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let algo = hash_named(object_format)?;
     let sum = py
-        .detach(|| -> error::Result<[u8; 20]> {
-            let pack = source::PackFile::open(&path, false)?;
-            let mut h = hash::FileChecksum::default();
+        .detach(|| -> error::Result<crate::pack::object_id::ObjectId> {
+            let pack = source::PackFile::open(&path, false, algo)?;
+            let mut h = hash::FileChecksum::new(algo);
             let mut buf = vec![0u8; 1 << 20];
             read_range(&pack, &mut buf, 0, length, |b| h.update(b))?;
             Ok(h.finish())

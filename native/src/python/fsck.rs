@@ -10,6 +10,7 @@ use crate::index::checks;
 use crate::index::table::Table;
 use crate::pack::entry::ObjectId;
 use crate::pack::entry::OBJ_BLOB;
+use crate::pack::object_id::{concat, ids_of, HashAlgo};
 use crate::pack::source::PackFile;
 use crate::to_py_err;
 
@@ -33,6 +34,7 @@ pub fn fsck_messages() -> Vec<(&'static str, &'static str)> {
 }
 
 pub(crate) fn fsck_rules(
+    algo: HashAlgo,
     severities: &[u8],
     skip: &[u8],
     max_tree_entry_len: usize,
@@ -46,15 +48,12 @@ pub(crate) fn fsck_rules(
             _ => Err(pyo3::exceptions::PyValueError::new_err("bad severity")),
         })
         .collect::<PyResult<Vec<_>>>()?;
-    if severities.len() != MESSAGES.len() || !skip.len().is_multiple_of(20) {
+    let skip = ids_of(algo, skip).filter(|_| severities.len() == MESSAGES.len());
+    let Some(mut skip) = skip else {
         return Err(pyo3::exceptions::PyValueError::new_err(
             "one severity per fsck message and whole ids to skip are needed",
         ));
-    }
-    let mut skip: Vec<ObjectId> = skip
-        .chunks_exact(20)
-        .map(|c| c.try_into().unwrap())
-        .collect();
+    };
     skip.sort_unstable();
     Ok(Rules {
         severities,
@@ -102,7 +101,7 @@ pub(crate) fn finish_checks<'py>(
     let out = py
         .detach(|| checks::finish(pack, table, check, object_limit))
         .map_err(to_py_err)?;
-    let ids: Vec<u8> = out.foreign.iter().flat_map(|(id, _)| *id).collect();
+    let ids: Vec<u8> = concat(out.foreign.iter().map(|(id, _)| id));
     let kinds: Vec<u8> = out.foreign.iter().map(|&(_, k)| k).collect();
     let outside: Vec<(Bound<'py, PyBytes>, &str)> = out
         .outside

@@ -18,9 +18,10 @@ use crate::index::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES}
 use crate::index::table::Table;
 use crate::pack::entry::{is_delta, ObjectId, OBJ_COMMIT, OBJ_TAG};
 use crate::pack::hash::object_id;
+use crate::pack::object_id::{concat, ids_of};
 use crate::pack::source::PackFile;
 use crate::progress::{Progress, PHASE_RESOLVING};
-use crate::python::arrays::bytes_of;
+use crate::python::arrays::{bytes_of, hash_named};
 use crate::python::fsck::{check_repository_blob, finish_checks, fsck_rules};
 use crate::{index::thin, to_py_err};
 
@@ -83,7 +84,7 @@ fn add_stats(total: &mut ResolveStats, s: ResolveStats) {
 #[pymethods]
 impl PackIndexer {
     #[new]
-    #[pyo3(signature = (path, threads, budget, object_limit, detect_collisions=true, writable=false, split_min_bytes=None, trace=false))]
+    #[pyo3(signature = (path, threads, budget, object_limit, detect_collisions=true, writable=false, split_min_bytes=None, trace=false, object_format="sha1"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         path: PathBuf,
@@ -94,9 +95,11 @@ impl PackIndexer {
         writable: bool,
         split_min_bytes: Option<u64>,
         trace: bool,
+        object_format: &str,
     ) -> PyResult<Self> {
         let threads = threads.max(1);
-        let pack = PackFile::open(&path, writable).map_err(to_py_err)?;
+        let algo = hash_named(object_format)?;
+        let pack = PackFile::open(&path, writable, algo).map_err(to_py_err)?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("packorder-resolve-{i}"))
@@ -205,8 +208,9 @@ impl PackIndexer {
         skip: &[u8],
         max_tree_entry_len: usize,
     ) -> PyResult<()> {
-        let rules = fsck_rules(severities, skip, max_tree_entry_len)?;
-        self.lock().check = Some(Checker::new(objects, links, strict, rules));
+        let mut st = self.lock();
+        let rules = fsck_rules(st.pack.algo, severities, skip, max_tree_entry_len)?;
+        st.check = Some(Checker::new(st.pack.algo, objects, links, strict, rules));
         Ok(())
     }
 
@@ -229,14 +233,17 @@ impl PackIndexer {
     fn check_special_blob<'py>(
         &self,
         py: Python<'py>,
-        id: [u8; 20],
+        id: &[u8],
         special: &str,
         kind: Option<u8>,
         data: &[u8],
     ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
         let st = self.lock();
         let check = st.check.as_ref().ok_or_else(not_checking)?;
-        check_repository_blob(py, check, id, special, kind, data)
+        let id = ids_of(st.pack.algo, id)
+            .filter(|ids| ids.len() == 1)
+            .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("not one object id"))?;
+        check_repository_blob(py, check, id[0], special, kind, data)
     }
 
     /// Record each delta's base from the next resolve on (for --verify-stat).
@@ -325,14 +332,17 @@ impl PackIndexer {
                     if !(OBJ_COMMIT..=OBJ_TAG).contains(kind) {
                         return Err(PackError::general(format!("bad object type {kind}")));
                     }
-                    let still_wanted = wanting.get(id.as_slice()).is_some_and(|entries| {
-                        entries.iter().any(|&i| table.real_kinds[i as usize] == 0)
-                    });
+                    let still_wanted = ObjectId::try_from(id.as_slice())
+                        .ok()
+                        .and_then(|id| wanting.get(&id))
+                        .is_some_and(|entries| {
+                            entries.iter().any(|&i| table.real_kinds[i as usize] == 0)
+                        });
                     if !still_wanted {
                         continue;
                     }
-                    let oid = object_id(*kind, data, detect, table.entries.data_end)?;
-                    if oid.as_slice() != id.as_slice() {
+                    let oid = object_id(pack.algo, *kind, data, detect, table.entries.data_end)?;
+                    if oid[..] != id[..] {
                         return Ok((appended, Some(k), stats));
                     }
                     let idx = thin::append_object(pack, table, *kind, data, oid, level)?;
@@ -393,8 +403,9 @@ impl PackIndexer {
             order
         });
         // Each column is written straight into its Python bytes object: no second copy.
-        let names = PyBytes::new_with(py, n * 20, |buf| {
-            for (chunk, &i) in buf.chunks_exact_mut(20).zip(&order) {
+        let rawsz = st.pack.algo.rawsz();
+        let names = PyBytes::new_with(py, n * rawsz, |buf| {
+            for (chunk, &i) in buf.chunks_exact_mut(rawsz).zip(&order) {
                 chunk.copy_from_slice(&table.oids[i as usize]);
             }
             Ok(())
@@ -427,7 +438,7 @@ impl PackIndexer {
         let table = st.table.as_ref().ok_or_else(not_scanned)?;
         let offsets = bytes_of(&table.entries.offsets, u64::to_ne_bytes);
         let sizes = bytes_of(&table.entries.sizes, u64::to_ne_bytes);
-        let ids: Vec<u8> = table.oids.iter().flatten().copied().collect();
+        let ids = concat(&table.oids);
         let items = [
             PyBytes::new(py, &offsets),
             PyBytes::new(py, &table.entries.kinds),

@@ -9,13 +9,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use crate::error::PackError;
-use crate::pack::entry::{ObjectId, RAWSZ};
+use crate::pack::entry::ObjectId;
 use crate::progress::Progress;
 use crate::python::arrays::bytes_of;
 use crate::to_py_err;
 use crate::walk::index_file::{index_roots, IndexRoots};
 use crate::walk::odb::ObjectDb;
 use crate::walk::traverse::{walk, Root, WalkOptions, READ_AHEAD_FROM};
+
+/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
 
 fn ids_of(b: &[u8]) -> PyResult<Vec<ObjectId>> {
     if !b.len().is_multiple_of(RAWSZ) {
@@ -81,9 +84,12 @@ impl ObjectWalker {
         let mut roots = roots
             .into_iter()
             .map(|(id, path)| {
-                let id: ObjectId = id.try_into().map_err(|_| {
-                    pyo3::exceptions::PyValueError::new_err("a root id is not 20 bytes")
-                })?;
+                let id = ObjectId::try_from(id.as_slice())
+                    .ok()
+                    .filter(|id| id.len() == RAWSZ)
+                    .ok_or_else(|| {
+                        pyo3::exceptions::PyValueError::new_err("a root id is not a SHA-1 id")
+                    })?;
                 Ok(Root { id, path, kind: 0 })
             })
             .collect::<PyResult<Vec<_>>>()?;
@@ -135,11 +141,13 @@ impl ObjectWalker {
             })
             .map_err(to_py_err)?;
         let items: [Py<PyAny>; 3] = [
-            PyBytes::new(py, w.ids.as_flattened()).into_any().unbind(),
+            PyBytes::new(py, &crate::pack::object_id::concat(&w.ids))
+                .into_any()
+                .unbind(),
             PyBytes::new(py, &bytes_of(&w.name_hashes, u32::to_ne_bytes))
                 .into_any()
                 .unbind(),
-            PyBytes::new(py, w.missing.as_flattened())
+            PyBytes::new(py, &crate::pack::object_id::concat(&w.missing))
                 .into_any()
                 .unbind(),
         ];

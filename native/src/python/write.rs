@@ -8,7 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use crate::error::PackError;
-use crate::pack::entry::{ObjectId, RAWSZ};
+use crate::pack::entry::ObjectId;
+use crate::pack::object_id::{concat, ids_of, HashAlgo};
 use crate::pack::object_read::Store;
 use crate::pack::pack_entries::PackEntries;
 use crate::progress::Progress;
@@ -17,6 +18,9 @@ use crate::to_py_err;
 use crate::write::object_check::check_objects;
 use crate::write::pack_writer::{write_pack, Plan};
 use crate::write::revlist::RevListParser;
+
+/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+const HASH: HashAlgo = HashAlgo::Sha1;
 
 fn bad_plan(what: &str) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(format!("bad pack plan: {what}"))
@@ -62,10 +66,10 @@ impl RevList {
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         self.0.finish().map_err(to_py_err)?;
         let p = std::mem::take(&mut self.0);
-        let oids: Vec<u8> = p.oids.iter().flatten().copied().collect();
+        let oids = concat(&p.oids);
         let hashes = bytes_of(&p.name_hashes, u32::to_ne_bytes);
         let named: Vec<u8> = p.has_name.iter().map(|&b| u8::from(b)).collect();
-        let missing: Vec<u8> = p.missing.iter().flatten().copied().collect();
+        let missing = concat(&p.missing);
         PyTuple::new(
             py,
             [
@@ -136,7 +140,7 @@ impl PackWriter {
             pos: u64s(pos),
             base: i64s(base),
             kinds: kinds.to_vec(),
-            oids: id_column(oids, "plan ids")?.to_vec(),
+            oids: id_column(oids, "plan ids")?,
             loose,
             new_deltas: new_deltas.iter().map(|d| d.as_bytes().to_vec()).collect(),
             ref_delta,
@@ -253,7 +257,7 @@ impl ObjectCheck {
         let source = arrays::source(pack)?;
         let store = Store::new(vec![source], Vec::new(), object_limit).map_err(to_py_err)?;
         let targets = u64s(targets);
-        let ids = id_column(ids, "check ids")?.to_vec();
+        let ids = id_column(ids, "check ids")?;
         if ids.len() != targets.len() || kinds.len() != targets.len() {
             return Err(bad_plan("check columns differ in length"));
         }
@@ -288,24 +292,24 @@ impl ObjectCheck {
     }
 }
 
-/// `b` as object ids, without copying: [u8; 20] has alignment 1 and no padding, so any run of
-/// whole ids in a byte slice is a slice of ids.
-pub(crate) fn id_column<'a>(b: &'a [u8], what: &str) -> PyResult<&'a [ObjectId]> {
-    if !b.len().is_multiple_of(RAWSZ) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "{what}: not a whole number of object ids"
-        )));
-    }
-    // SAFETY: see above; the length is b.len() / RAWSZ whole ids inside `b`.
-    Ok(unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<ObjectId>(), b.len() / RAWSZ) })
+/// `b`, concatenated ids of `algo`, as object ids.
+pub(crate) fn ids_column(algo: HashAlgo, b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
+    ids_of(algo, b).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!("{what}: not a whole number of object ids"))
+    })
 }
 
-/// ids::sort_order over concatenated 20-byte ids, as native i64s.
+/// `b`, concatenated ids of the repositories repacking reads, as object ids.
+pub(crate) fn id_column(b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
+    ids_column(HASH, b, what)
+}
+
+/// ids::sort_order over concatenated ids, as native i64s.
 #[pyfunction]
 pub fn id_sort_order<'py>(py: Python<'py>, oids: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
     let oids = id_column(oids, "id_sort_order")?;
     let out: Vec<u8> = py.detach(|| {
-        crate::pack::ids::sort_order(oids)
+        crate::pack::ids::sort_order(&oids)
             .into_iter()
             .flat_map(|i| i64::from(i).to_ne_bytes())
             .collect()
@@ -313,9 +317,9 @@ pub fn id_sort_order<'py>(py: Python<'py>, oids: &[u8]) -> PyResult<Bound<'py, P
     Ok(PyBytes::new(py, &out))
 }
 
-fn sorted_ids<'a>(b: &'a [u8], what: &str) -> PyResult<&'a [ObjectId]> {
-    let ids = id_column(b, what)?;
-    if !crate::pack::ids::is_sorted(ids) {
+fn sorted_ids(algo: HashAlgo, b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
+    let ids = ids_column(algo, b, what)?;
+    if !crate::pack::ids::is_sorted(&ids) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
             "{what}: ids not sorted"
         )));
@@ -323,27 +327,31 @@ fn sorted_ids<'a>(b: &'a [u8], what: &str) -> PyResult<&'a [ObjectId]> {
     Ok(ids)
 }
 
-/// ids::find over concatenated 20-byte ids (`sorted` must be ascending), as native i64s.
+/// ids::find over concatenated ids (`sorted` must be ascending), as native i64s.
 #[pyfunction]
 pub fn find_ids<'py>(py: Python<'py>, sorted: &[u8], want: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-    let sorted = sorted_ids(sorted, "find_ids")?;
+    let sorted = sorted_ids(HASH, sorted, "find_ids")?;
     let want = id_column(want, "find_ids")?;
-    let out = py.detach(|| bytes_of(&crate::pack::ids::find(sorted, want), i64::to_ne_bytes));
+    let out = py.detach(|| bytes_of(&crate::pack::ids::find(&sorted, &want), i64::to_ne_bytes));
     Ok(PyBytes::new(py, &out))
 }
 
-/// The ids of `want` found in `sorted`: (indexes into `want`, positions in `sorted`), native
-/// u64s, only for those found (a check that expects few hits need not hold one per id).
+/// The ids of `want` found in `sorted` (ids of `object_format`): (indexes into `want`,
+/// positions in `sorted`), native u64s, only for those found (a check that expects few hits
+/// need not hold one per id).
 #[pyfunction]
+#[pyo3(signature = (sorted, want, object_format="sha1"))]
 pub fn find_hits<'py>(
     py: Python<'py>,
     sorted: &[u8],
     want: &[u8],
+    object_format: &str,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let sorted = sorted_ids(sorted, "find_hits")?;
-    let want = id_column(want, "find_hits")?;
+    let algo = arrays::hash_named(object_format)?;
+    let sorted = sorted_ids(algo, sorted, "find_hits")?;
+    let want = ids_column(algo, want, "find_hits")?;
     let (at, pos) = py.detach(|| {
-        let finder = crate::pack::ids::Finder::new(sorted);
+        let finder = crate::pack::ids::Finder::new(&sorted);
         let (mut at, mut pos) = (Vec::new(), Vec::new());
         for (i, w) in want.iter().enumerate() {
             if let Some(p) = finder.at(w) {

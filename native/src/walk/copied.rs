@@ -108,7 +108,7 @@ impl WalkedTrees {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pack::entry::RAWSZ;
+    const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
 
     fn entry(name: &str, id: u8) -> Vec<u8> {
         let mut e = format!("100644 {name}\0").into_bytes();

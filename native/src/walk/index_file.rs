@@ -6,8 +6,11 @@
 //! sparse index is refused (the caller walks with Git instead).
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_TREE, RAWSZ};
+use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_TREE};
 use crate::walk::traverse::Root;
+
+/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
 
 fn bad(path: &std::path::Path, what: &str) -> PackError {
     PackError::general(format!("index file {} is corrupt: {what}", path.display()))

@@ -2,8 +2,12 @@
 //! (commit.c's parse_commit_buffer and parse_commit_date, tree-walk.c, tag.c).
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{type_named, ObjectId, RAWSZ};
+use crate::pack::entry::{type_named, ObjectId};
 use crate::pack::hash::{hex, parse_hex};
+
+/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+const HASH: crate::pack::object_id::HashAlgo = crate::pack::object_id::HashAlgo::Sha1;
+const RAWSZ: usize = HASH.rawsz();
 
 pub struct Commit {
     pub tree: ObjectId,
@@ -21,15 +25,16 @@ pub fn parse_commit(id: &ObjectId, data: &[u8]) -> Result<Commit> {
     if data.len() <= hexsz + 6 || &data[..5] != b"tree " || data[5 + hexsz] != b'\n' {
         return Err(bad(id, "bad tree pointer"));
     }
-    let tree = parse_hex(&data[5..5 + hexsz]).ok_or_else(|| bad(id, "bad tree pointer"))?;
+    let tree = parse_hex(HASH, &data[5..5 + hexsz]).ok_or_else(|| bad(id, "bad tree pointer"))?;
     let mut at = 6 + hexsz;
     let mut parents = Vec::new();
     while at + 7 + hexsz < data.len() && &data[at..at + 7] == b"parent " {
         if data[at + 7 + hexsz] != b'\n' {
             return Err(bad(id, "bad parents"));
         }
-        parents
-            .push(parse_hex(&data[at + 7..at + 7 + hexsz]).ok_or_else(|| bad(id, "bad parents"))?);
+        parents.push(
+            parse_hex(HASH, &data[at + 7..at + 7 + hexsz]).ok_or_else(|| bad(id, "bad parents"))?,
+        );
         at += 8 + hexsz;
     }
     Ok(Commit {
@@ -151,7 +156,7 @@ pub fn parse_tag(id: &ObjectId, data: &[u8]) -> Result<Tag> {
     if data.len() < 7 + hexsz + 1 || &data[..7] != b"object " || data[7 + hexsz] != b'\n' {
         return Err(bad(id, "bad tag"));
     }
-    let object = parse_hex(&data[7..7 + hexsz]).ok_or_else(|| bad(id, "bad tag"))?;
+    let object = parse_hex(HASH, &data[7..7 + hexsz]).ok_or_else(|| bad(id, "bad tag"))?;
     let rest = &data[8 + hexsz..];
     let line = |r: &[u8], key: &[u8]| -> Option<(Vec<u8>, usize)> {
         if !r.starts_with(key) {
@@ -189,7 +194,7 @@ mod tests {
 
     #[test]
     fn tree_entries_in_order() {
-        let id = [0u8; RAWSZ];
+        let id = ObjectId::null(HASH);
         let mut t = b"100644 a\0".to_vec();
         t.extend([1u8; RAWSZ]);
         t.extend(b"40000 dir\0");

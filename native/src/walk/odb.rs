@@ -62,7 +62,8 @@ impl<'a> PackLinks<'a> {
         let pack = &self.packs[p as usize];
         let mut buf = [0u8; MAX_HEADER_LEN];
         let n = pack.pack.read_upto(&mut buf, offset, pack.end_of(offset))?;
-        parse_header(&buf[..n], offset)?.ok_or_else(|| pack.corrupt(offset, "entry header cut off"))
+        parse_header(&buf[..n], offset, pack.pack.algo)?
+            .ok_or_else(|| pack.corrupt(offset, "entry header cut off"))
     }
 
     /// The entry the header of `(p, offset)` names as its base.
@@ -102,7 +103,7 @@ impl ChainLinks for PackLinks<'_> {
         }
         self.bufs.raw.resize((end - offset) as usize, 0);
         pack.pack.read_exact_at(&mut self.bufs.raw, offset)?;
-        let head = parse_header(&self.bufs.raw, offset)?
+        let head = parse_header(&self.bufs.raw, offset, pack.pack.algo)?
             .ok_or_else(|| pack.corrupt(offset, "entry header cut off"))?;
         if !is_delta(head.kind) {
             self.root_kind = head.kind;

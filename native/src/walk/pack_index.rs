@@ -5,8 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{ObjectId, RAWSZ};
+use crate::pack::entry::ObjectId;
 use crate::pack::source::PackFile;
+
+/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
 
 /// One pack and its index: ids sorted, the offset of each, and the offsets sorted (an entry
 /// ends where the next one starts).
@@ -102,7 +105,7 @@ impl IndexedPack {
         let keys = ids.iter().map(key_of).collect();
         Ok(IndexedPack {
             path: path.to_path_buf(),
-            pack: PackFile::open(path, false)?,
+            pack: PackFile::open(path, false, crate::pack::object_id::HashAlgo::Sha1)?,
             fanout,
             ids,
             keys,

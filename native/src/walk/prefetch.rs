@@ -209,6 +209,10 @@ pub fn read_ahead(mut db: ObjectDb, roots: &[ObjectId], prefetch: &Prefetch) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sha1(n: u8) -> ObjectId {
+        ObjectId::of(crate::pack::object_id::HashAlgo::Sha1, &[n; 20])
+    }
     use crate::pack::delta_chain::Object;
 
     fn tree(byte: u8) -> TreeRead {
@@ -222,15 +226,15 @@ mod tests {
     #[test]
     fn trees_are_handed_over_in_order_and_stale_ones_dropped() {
         let p = Prefetch::new(1 << 20);
-        assert!(p.give(0, [0; 20], tree(0)));
-        assert!(p.give(1, [1; 20], tree(1)));
-        assert!(p.give(2, [2; 20], tree(2)));
+        assert!(p.give(0, sha1(0), tree(0)));
+        assert!(p.give(1, sha1(1), tree(1)));
+        assert!(p.give(2, sha1(2), tree(2)));
         // The walk read tree 0 itself (say): tree 1 is next, and tree 0 is dropped.
-        let got = p.take(1, &[1; 20]).expect("tree 1");
+        let got = p.take(1, &sha1(1)).expect("tree 1");
         assert_eq!(got.data[0], 1);
         // A tree that is not the walk's next stops the reading ahead.
-        assert!(p.take(2, &[9; 20]).is_none());
-        assert!(!p.give(3, [3; 20], tree(3)));
+        assert!(p.take(2, &sha1(9)).is_none());
+        assert!(!p.give(3, sha1(3), tree(3)));
     }
 
     #[test]
@@ -239,11 +243,11 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(|| {
                 std::thread::sleep(std::time::Duration::from_millis(20));
-                p.give(0, [0; 20], tree(7));
+                p.give(0, sha1(0), tree(7));
                 p.finish();
             });
-            assert_eq!(p.take(0, &[0; 20]).expect("tree 0").data[0], 7);
-            assert!(p.take(1, &[1; 20]).is_none());
+            assert_eq!(p.take(0, &sha1(0)).expect("tree 0").data[0], 7);
+            assert!(p.take(1, &sha1(1)).is_none());
         });
     }
 }

@@ -179,7 +179,7 @@ fn tree_order(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pack::entry::RAWSZ;
+    const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
 
     fn entry(mode: &str, name: &str, id: u8) -> Vec<u8> {
         let mut e = format!("{mode} {name}\0").into_bytes();

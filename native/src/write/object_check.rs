@@ -80,7 +80,7 @@ fn check_range(
         }
         let offset = pack.entries.offsets[pos as usize];
         let data = reader.read_entry(0, pos as usize)?;
-        let mut hasher = ObjectHasher::new(kinds[k], data.len() as u64, false);
+        let mut hasher = ObjectHasher::new(pack.pack.algo, kinds[k], data.len() as u64, false);
         hasher.update(&data);
         if hasher.finish(offset)? != ids[k] {
             return Err(PackError::at(

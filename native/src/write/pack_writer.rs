@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{
-    encode_ofs, encode_type_size, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ,
-};
+use crate::pack::entry::{encode_ofs, encode_type_size, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA};
 use crate::pack::hash::FileChecksum;
 use crate::pack::object_read::{Reader, Store};
 use crate::pack::pack_entries::PackEntries;
@@ -19,6 +17,10 @@ use crate::progress::Progress;
 
 mod copy;
 use copy::{copy_entry, copy_read_entry, Batch};
+
+/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+const HASH: crate::pack::object_id::HashAlgo = crate::pack::object_id::HashAlgo::Sha1;
+const RAWSZ: usize = HASH.rawsz();
 
 /// How one output entry is produced.
 pub const COPY_WHOLE: u8 = 0;
@@ -129,7 +131,7 @@ fn hash_and_write(
     chunks: mpsc::Receiver<Vec<u8>>,
     spare: mpsc::Sender<Vec<u8>>,
 ) -> Result<(File, FileChecksum)> {
-    let mut sum = FileChecksum::default();
+    let mut sum = FileChecksum::new(HASH);
     for mut chunk in chunks {
         sum.update(&chunk);
         file.write_all(&chunk).map_err(|e| {

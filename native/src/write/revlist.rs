@@ -3,17 +3,20 @@
 //! objects for delta search). Fed in chunks, so the output is never held whole.
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::RAWSZ;
+use crate::pack::object_id::{HashAlgo, ObjectId};
+
+/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+const HASH: HashAlgo = HashAlgo::Sha1;
 
 #[derive(Default)]
 pub struct RevListParser {
     pending: Vec<u8>,
-    pub oids: Vec<[u8; RAWSZ]>,
+    pub oids: Vec<ObjectId>,
     pub name_hashes: Vec<u32>,
     /// Whether a path was given (commits and tag objects have none).
     pub has_name: Vec<bool>,
     /// Ids rev-list reported missing (`?<id>` with --missing=print).
-    pub missing: Vec<[u8; RAWSZ]>,
+    pub missing: Vec<ObjectId>,
     line: u64,
 }
 
@@ -30,8 +33,8 @@ pub fn name_hash(name: &[u8]) -> u32 {
     hash
 }
 
-fn parse_hex(hex: &[u8], line: u64) -> Result<[u8; RAWSZ]> {
-    crate::pack::hash::parse_hex(hex)
+fn parse_hex(hex: &[u8], line: u64) -> Result<ObjectId> {
+    crate::pack::hash::parse_hex(HASH, hex)
         .ok_or_else(|| PackError::general(format!("rev-list output line {line}: not an object id")))
 }
 
@@ -124,7 +127,7 @@ mod tests {
         assert_eq!(p.oids.len(), 2);
         assert_eq!(p.has_name, vec![false, true]);
         assert_eq!(p.name_hashes[1], name_hash(b"src/main.c"));
-        assert_eq!(p.missing, vec![[0xff; 20]]);
+        assert_eq!(p.missing, vec![ObjectId::of(HASH, &[0xff; 20])]);
     }
 
     #[test]
