@@ -34,7 +34,7 @@ if walk == "native":
     config = gitcmd.read_config(snap.git_dir)
     w = native_walk.start(snap.git_dir, packs, snap.loose + snap.foreign_loose, promisor, ico, config)
 else:
-    w = snapshot.ObjectWalk(snap.git_dir, promisor, ("--in-commit-order",) if ico else ())
+    w = snapshot.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if ico else ())
 ids, hashes, missing = w.result()
 print(len(ids) // 20, hashlib.sha1(ids + hashes).hexdigest())
 """

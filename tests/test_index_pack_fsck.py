@@ -327,8 +327,8 @@ def test_objects_a_scan_thread_read_from_a_false_boundary_are_not_checked(tmp_pa
     the first pass that starts inside it reads them. A tree among them links to an object
     nobody has: had its check counted, the pack would fail --strict."""
     from packorder import _native
-    from packorder.indexer import fsck
     from packorder.format.object_format import SHA1
+    from packorder.indexer import fsck
 
     inner = PackBuilder()
     inner.whole(TREE, tree(("100644", "evil", b"\xaa" * 20)))

@@ -32,7 +32,7 @@ def walks(
     loose = snap.loose + snap.foreign_loose
     ours = native_walk.start(snap.git_dir, packs, loose, promisor, in_commit_order, config, **ahead)
     assert ours is not None
-    theirs = snapshot.ObjectWalk(snap.git_dir, promisor, ("--in-commit-order",) if in_commit_order else ())
+    theirs = snapshot.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if in_commit_order else ())
 
     def split(r: tuple[bytes, bytes, bytes]) -> tuple[bytes, bytes, set[bytes]]:
         return r[0], r[1], {r[2][i : i + 20] for i in range(0, len(r[2]), 20)}

@@ -88,8 +88,11 @@ def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | 
         progress(f"Copying the repository for {order}", 1, 1)
     if order == AS_IS:
         from packorder.format.layout import load
+        from packorder.format.object_format import FORMATS, named
+        from packorder.gitcmd import read_config
 
-        layouts = [load(p) for p in list_packs(target / "objects" / "pack")]
+        fmt = named(read_config(target, tuple(FORMATS)).object_format)
+        layouts = [load(p, fmt=fmt) for p in list_packs(target / "objects" / "pack")]
         size = sum(layout.pack_path.stat().st_size for layout in layouts)
         deltas = sum(int(layout.is_delta.sum()) for layout in layouts)
         return OrderRun(order, target, size, len(layouts), sum(x.count for x in layouts), deltas, 0.0)
@@ -117,13 +120,14 @@ def _time(
     """Cold and warm wall times, untraced: each round runs every workload on every copy, the
     copies in turn (a different one first each round). With `read_limit`, cold runs read from
     the disk at its pace."""
+    from packorder.format.object_format import FORMATS
     from packorder.gitcmd import read_config
     from packorder.seek import runner, workloads
     from packorder.settings import delta_base_cache_limit
 
     built = {}
     for run in runs:
-        config = read_config(run.git_dir)
+        config = read_config(run.git_dir, tuple(FORMATS))
         limit = cache_limit or delta_base_cache_limit(config)
         for spec in specs:
             built[run.order, spec.name] = workloads.build(spec, run.git_dir, git, config, limit, run.git_dir)
@@ -225,6 +229,7 @@ def experiment(
     host; Linux, root, cgroup v1 blkio). `note` receives one-line messages (chosen paths,
     steps); `command` is quoted in the report."""
     from packorder.experiments.report import write_report
+    from packorder.format.object_format import FORMATS
     from packorder.gitcmd import find_git_dir, read_config
     from packorder.seek import api
     from packorder.seek import workloads as workloads_mod
@@ -242,7 +247,7 @@ def experiment(
     if threshold <= 0 or near < 0:
         raise UsageError("the threshold must be positive and the near distance not negative")
     source = find_git_dir(repo)
-    read_config(source)  # refuses a repository packorder cannot read (SHA-256) before copying it
+    read_config(source, tuple(FORMATS))  # refuses a repository packorder cannot read before copying it
     git_path = check_program(git, "the git binary to run workloads with")
     out = Path(output_dir)
     if out.exists() and not out.is_dir():

@@ -147,6 +147,7 @@ class PackIndex(NamedTuple):
     crcs: np.ndarray | None  # uint32, None for v1
     pack_checksum: bytes
     large_small_offsets: frozenset[int]  # small offsets stored in the 64-bit table
+    fmt: ObjectFormat = SHA1  # the hash of its ids
 
     @property
     def count(self) -> int:
@@ -266,7 +267,7 @@ def parse(data: bytes, path: str = "<idx>", fmt: ObjectFormat = SHA1) -> PackInd
         anomalies = frozenset(int(o) for o in offsets[is_large] if o <= OFF32_LIMIT)
         checksum = data[-2 * rawsz : -rawsz]
         _check_sorted(names, bad)
-        return PackIndex(2, names, offsets, crcs, checksum, anomalies)
+        return PackIndex(2, names, offsets, crcs, checksum, anomalies, fmt)
     fan = np.frombuffer(data, dtype=">u4", count=256, offset=0)
     count = int(fan[255])
     row = 4 + rawsz
@@ -276,4 +277,4 @@ def parse(data: bytes, path: str = "<idx>", fmt: ObjectFormat = SHA1) -> PackInd
     offsets = rows[:, :4].copy().view(">u4").reshape(count).astype(np.uint64)
     names = rows[:, 4:].copy()
     _check_sorted(names, bad)
-    return PackIndex(1, names, offsets, None, data[-2 * rawsz : -rawsz], frozenset())
+    return PackIndex(1, names, offsets, None, data[-2 * rawsz : -rawsz], frozenset(), fmt)

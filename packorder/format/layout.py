@@ -15,7 +15,8 @@ from packorder import _native
 from packorder.errors import CorruptPackError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
-from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
+from packorder.format.object_format import SHA1, ObjectFormat
+from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA
 from packorder.native_call import pack_errors
 
 NO_BASE = -1
@@ -44,16 +45,17 @@ class PackLayout:
     _object_sizes: np.ndarray | None
     header_lens: np.ndarray  # uint8
     base: np.ndarray  # int64: pack position of the delta base, NO_BASE if whole or not in pack
-    oids: np.ndarray  # (count, 20) uint8, in pack order
+    oids: np.ndarray  # (count, rawsz) uint8, in pack order
     checksum: bytes
     idx_to_pack: np.ndarray | None = None  # int64: the pack position of each .idx position
+    fmt: ObjectFormat = SHA1  # the hash of its ids and trailer
 
     @property
     def object_sizes(self) -> np.ndarray:
         """uint64: size of the object each entry stands for (read from delta headers once)."""
         if self._object_sizes is None:
             with pack_errors(self.pack_path):
-                out = _native.read_entry_headers(str(self.pack_path), self.offsets.tobytes(), True)
+                out = _native.read_entry_headers(str(self.pack_path), self.offsets.tobytes(), True, self.fmt.name)
             self._object_sizes = np.frombuffer(out[5], dtype=np.uint64)
         return self._object_sizes
 
@@ -63,7 +65,7 @@ class PackLayout:
 
     def native_source(self, crcs: bytes = b"") -> tuple:
         """The pack as the native core reads it (path, offsets, where the entries end, header
-        lengths, stored types, sizes, base positions, CRCs in pack order or b"")."""
+        lengths, stored types, sizes, base positions, CRCs in pack order or b"", its hash)."""
         return (
             str(self.pack_path),
             self.offsets.astype(np.uint64).tobytes(),
@@ -73,6 +75,7 @@ class PackLayout:
             self.sizes.astype(np.uint64).tobytes(),
             self.base.astype(np.int64).tobytes(),
             crcs,
+            self.fmt.name,
         )
 
     @property
@@ -128,7 +131,7 @@ def _pack_order(pack_path: Path, index: idx_format.PackIndex) -> np.ndarray:
     rev = pack_path.with_name(pack_path.name[: -len(".pack")] + ".rev")
     if rev.exists():
         try:
-            positions = np.frombuffer(rev_format.read_positions(str(rev), index.count), dtype=">u4")
+            positions = np.frombuffer(rev_format.read_positions(str(rev), index.count, index.fmt), dtype=">u4")
         except CorruptPackError:
             positions = None
         if positions is not None:
@@ -140,11 +143,15 @@ def _pack_order(pack_path: Path, index: idx_format.PackIndex) -> np.ndarray:
     return np.argsort(index.offsets)  # offsets are distinct: no need for a stable sort
 
 
-def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None) -> PackLayout:
-    """The layout of `pack`, using its .idx (read here unless given)."""
+def load(
+    pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None, fmt: ObjectFormat = SHA1
+) -> PackLayout:
+    """The layout of `pack`, using its .idx (read here, ids of `fmt`, unless given)."""
     pack_path = Path(pack)
     if index is None:
-        index = idx_format.read(str(idx_path_of(pack_path)))
+        index = idx_format.read(str(idx_path_of(pack_path)), fmt)
+    fmt = index.fmt
+    rawsz = fmt.rawsz
     order = _pack_order(pack_path, index)
     offsets = index.offsets[order].astype(np.uint64)
     oids = index.names[order]
@@ -152,9 +159,11 @@ def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None
     ends = np.empty_like(offsets)
     if len(offsets):
         ends[:-1] = offsets[1:]
-        ends[-1] = size - RAWSZ
+        ends[-1] = size - rawsz
     with pack_errors(pack_path):
-        kinds_b, sizes_b, hlen_b, ofs_b, ids_b, _ = _native.read_entry_headers(str(pack_path), offsets.tobytes(), False)
+        kinds_b, sizes_b, hlen_b, ofs_b, ids_b, _ = _native.read_entry_headers(
+            str(pack_path), offsets.tobytes(), False, fmt.name
+        )
     kinds = np.frombuffer(kinds_b, dtype=np.uint8)
     sizes = np.frombuffer(sizes_b, dtype=np.uint64)
     header_lens = np.frombuffer(hlen_b, dtype=np.uint8)
@@ -170,11 +179,11 @@ def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None
             raise CorruptPackError("delta base offset is not the start of an entry", at, str(pack_path))
     ref = kinds == OBJ_REF_DELTA
     if ref.any():
-        ids = np.frombuffer(ids_b, dtype=np.uint8).reshape(-1, RAWSZ)[ref]
+        ids = np.frombuffer(ids_b, dtype=np.uint8).reshape(-1, rawsz)[ref]
         # Look each base id up among the names (sorted in the idx) to find its offset.
         names = index.names
-        keys = names.view(f"S{RAWSZ}").ravel()
-        want = np.ascontiguousarray(ids).view(f"S{RAWSZ}").ravel()
+        keys = names.view(f"S{rawsz}").ravel()
+        want = np.ascontiguousarray(ids).view(f"S{rawsz}").ravel()
         at = np.searchsorted(keys, want)
         at_c = np.minimum(at, len(keys) - 1)
         hit = keys[at_c] == want
@@ -184,5 +193,5 @@ def load(pack: str | os.PathLike[str], index: idx_format.PackIndex | None = None
     idx_to_pack = np.empty(len(order), dtype=np.int64)
     idx_to_pack[order] = np.arange(len(order))
     return PackLayout(
-        pack_path, offsets, ends, kinds, sizes, None, header_lens, base, oids, index.pack_checksum, idx_to_pack
+        pack_path, offsets, ends, kinds, sizes, None, header_lens, base, oids, index.pack_checksum, idx_to_pack, fmt
     )

@@ -42,6 +42,11 @@ SHA256 = ObjectFormat("sha256", 32, 2)
 FORMATS = {f.name: f for f in (SHA1, SHA256)}
 
 
+def of_size(rawsz: int) -> ObjectFormat:
+    """The format whose ids are `rawsz` bytes long."""
+    return next(f for f in FORMATS.values() if f.rawsz == rawsz)
+
+
 def named(name: str) -> ObjectFormat:
     """The format Git calls `name`; Git's words for one it does not know."""
     try:

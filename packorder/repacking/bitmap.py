@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from packorder import _native
-from packorder.format.pack import OBJ_COMMIT, RAWSZ
+from packorder.format.pack import OBJ_COMMIT
 from packorder.native_call import pack_errors
-from packorder.repacking.repo import ObjectTable, Repository
+from packorder.repacking.repo import ObjectTable, Repository, id_rows
 from packorder.repacking.writer import WrittenPack
 from packorder.store.object_ids import keys, lookup, sort_keys
 
@@ -39,11 +39,11 @@ class PackBitmap:
 
 
 def head_ids(repo: Repository) -> np.ndarray:
-    """Ids of the branch heads and HEAD, (n, 20) uint8."""
+    """Ids of the branch heads and HEAD, (n, rawsz) uint8."""
     out = repo.git("for-each-ref", "--format=%(objectname)", "refs/heads", check=False).stdout.split()
     head = repo.git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False).stdout.split()
-    ids = sorted({bytes.fromhex(h.decode()) for h in out + head if len(h) == 2 * RAWSZ})
-    return np.frombuffer(b"".join(ids), dtype=np.uint8).reshape(-1, RAWSZ)
+    ids = sorted({bytes.fromhex(h.decode()) for h in out + head if len(h) == repo.fmt.hexsz})
+    return id_rows(b"".join(ids), repo.fmt)
 
 
 def select_commits(table: ObjectTable, rows: np.ndarray, heads: np.ndarray) -> np.ndarray:
@@ -77,7 +77,7 @@ def compute(
         data, bitmaps, xored, why, (stored, named) = _native.pack_bitmap(
             str(written.path),
             written.offsets.astype(np.uint64).tobytes(),
-            written.size - RAWSZ,
+            written.size - written.fmt.rawsz,
             plan.base.astype(np.int64).tobytes(),
             plan.kinds.astype(np.uint8).tobytes(),
             np.ascontiguousarray(plan.oids).tobytes(),

@@ -30,7 +30,8 @@ import numpy as np
 
 from packorder import gitcmd
 from packorder.errors import RepositoryError
-from packorder.format.pack import OBJ_BLOB, RAWSZ
+from packorder.format.object_format import ObjectFormat
+from packorder.format.pack import OBJ_BLOB
 from packorder.repacking.repo import ObjectTable, Repository
 from packorder.store.object_ids import keys, lookup
 
@@ -87,7 +88,7 @@ def select(repo: Repository, table: ObjectTable, expiration: int | None) -> Cruf
     recent = ages > expiration
     hooked = recent_hook_ids(repo)
     if hooked:
-        recent |= np.isin(keys(table.oids[domain]), np.array(sorted(hooked), dtype=f"S{RAWSZ}"))
+        recent |= np.isin(keys(table.oids[domain]), np.array(sorted(hooked), dtype=f"S{repo.fmt.rawsz}"))
     kept[domain[recent]] = True
     reached = _reached_from(repo, table, domain, recent)
     rescued = reached & ~kept
@@ -122,7 +123,7 @@ def recent_hook_ids(repo: Repository) -> set[bytes]:
                 oid = bytes.fromhex(line)
             except ValueError:
                 raise RepositoryError(f"gc.recentObjectsHook '{program}' printed a bad object id: {line!r}") from None
-            if len(oid) != RAWSZ:
+            if len(oid) != repo.fmt.rawsz:
                 raise RepositoryError(f"gc.recentObjectsHook '{program}' printed a bad object id: {line!r}")
             found.add(oid)
     return found
@@ -144,7 +145,7 @@ def _reached_from(repo: Repository, table: ObjectTable, domain: np.ndarray, star
                 if found is None:
                     continue
                 kind, data = found
-                for oid in _links(kind, data):
+                for oid in _links(kind, data, repo.fmt):
                     row = row_of.get(oid)
                     if row is None or reached[row]:
                         continue
@@ -155,7 +156,7 @@ def _reached_from(repo: Repository, table: ObjectTable, domain: np.ndarray, star
     return reached
 
 
-def _links(kind: str, data: bytes) -> list[bytes]:
+def _links(kind: str, data: bytes, fmt: ObjectFormat) -> list[bytes]:
     """The ids an object refers to: a commit's tree and parents, a tag's target, a tree's
     entries (gitlinks excepted: Git does not follow them)."""
     if kind == "tree":
@@ -165,8 +166,8 @@ def _links(kind: str, data: bytes) -> list[bytes]:
             space = data.index(b" ", at)
             nul = data.index(b"\0", space)
             if data[at:space] != GITLINK_MODE:
-                out.append(data[nul + 1 : nul + 1 + RAWSZ])
-            at = nul + 1 + RAWSZ
+                out.append(data[nul + 1 : nul + 1 + fmt.rawsz])
+            at = nul + 1 + fmt.rawsz
         return out
     wanted = {"commit": (b"tree ", b"parent "), "tag": (b"object ",)}.get(kind, ())
     out = []

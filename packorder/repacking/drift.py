@@ -24,6 +24,7 @@ import numpy as np
 
 from packorder.format import idx as idx_format
 from packorder.format import layout as layout_mod
+from packorder.format.object_format import SHA1, ObjectFormat
 from packorder.format.pack import OBJ_BLOB, OBJ_COMMIT, OBJ_TREE
 from packorder.store.listing import list_loose, list_packs
 
@@ -51,19 +52,19 @@ def _counted_packs(pack_dir: Path) -> list[Path]:
     ]
 
 
-def measure(git_dir: Path, order: str) -> Drift:
+def measure(git_dir: Path, order: str, fmt: ObjectFormat = SHA1) -> Drift:
     started = time.perf_counter()
     objects_dir = git_dir / "objects"
     packs = _counted_packs(objects_dir / "pack")
     sizes = {p: p.stat().st_size for p in packs}
     counts = {p: idx_format.object_count(str(layout_mod.idx_path_of(p))) for p in packs}
-    loose = len(list_loose(objects_dir))
+    loose = len(list_loose(objects_dir, fmt))
     ordered = max(packs, key=lambda p: sizes[p]) if packs else None
     total = sum(counts.values()) + loose
     outside = total - (counts[ordered] if ordered is not None else 0)
     misplaced = None
     if ordered is not None and order not in UNSORTED_ORDERS:
-        kinds = layout_mod.load(ordered).real_kinds()
+        kinds = layout_mod.load(ordered, fmt=fmt).real_kinds()
         blobs = np.flatnonzero(kinds == OBJ_BLOB)
         if len(blobs):
             after = kinds[blobs[0] :]

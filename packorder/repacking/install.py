@@ -101,13 +101,15 @@ def remove_pack(path: Path) -> None:
 def check_complete(new: list[Path], table: ObjectTable) -> None:
     """Every object we mean to keep is in the installed packs (read back from their .idx)."""
     from packorder.format import idx as idx_format
+    from packorder.format.object_format import of_size
 
     want = keys(table.oids)
     if not new:  # nothing to keep (an empty repository, or every object pruned)
         if len(want):
             raise PackError("no pack was written for the objects to keep; nothing was removed")
         return
-    have = sort_keys(np.concatenate([keys(idx_format.read(str(p.with_suffix(".idx"))).names) for p in new]))
+    fmt = of_size(table.oids.shape[1])
+    have = sort_keys(np.concatenate([keys(idx_format.read(str(p.with_suffix(".idx")), fmt).names) for p in new]))
     if (lookup(have, want) < 0).any():
         raise PackError("the new packs lack objects they should hold; nothing was removed")
 

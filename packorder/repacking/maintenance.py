@@ -27,6 +27,7 @@ from pathlib import Path
 
 from packorder import gitcmd
 from packorder.errors import RepositoryError
+from packorder.format import object_format as object_formats
 from packorder.orders.catalog import configured_order
 from packorder.progress import ProgressCallback
 from packorder.repacking import drift as drift_mod
@@ -90,7 +91,7 @@ def auto_check(git_dir: Path, config: gitcmd.Config, order: str) -> AutoCheck:
     # Git compares the count in objects/17 with ceil(gc.auto / 256).
     if loose // 256 > math.ceil(threshold / 256):
         reasons.append(f"about {loose} loose objects (gc.auto {threshold})")
-    measured = drift_mod.measure(git_dir, order)
+    measured = drift_mod.measure(git_dir, order, object_formats.named(config.object_format))
     limit = _float_setting(config, "packorder.autoDrift", DEFAULT_AUTO_DRIFT)
     if limit > 0 and measured.share > limit:
         reasons.append(f"layout drift {measured.share:.1%} (packorder.autoDrift {limit:.1%})")
@@ -165,7 +166,7 @@ def gc(
             warn(message)
 
     git_dir = gitcmd.find_git_dir(repo_path)
-    config = gitcmd.read_config(git_dir)
+    config = gitcmd.read_config(git_dir, tuple(object_formats.FORMATS))
     bare = config.get_bool("core.bare", git_dir.name != ".git")
     order = configured_order(config, order)
     if prune is KEEP_CONFIGURED:

@@ -7,8 +7,9 @@ the objects and the worktrees' index files itself.
 
 Chosen with `packorder.walk = native` (`git`, the default, runs `git rev-list`). What it
 leaves to Git, falling back to `git rev-list` as a whole: a graft file, a split or sparse
-index, a reftable repository, and reflog entries that name tags, trees or blobs (a reflog
-of commits is what every repository has; the reflog files are only read to check that)."""
+index, a reftable repository, SHA-256 object names, and reflog entries that name tags, trees
+or blobs (a reflog of commits is what every repository has; the reflog files are only read
+to check that)."""
 
 from __future__ import annotations
 
@@ -169,7 +170,7 @@ def start(
     when the repository has what this walk leaves to Git. `threads` (default: pack.threads,
     else every core) of 2 or more read trees ahead on a second core, on packs of at least
     `read_ahead_from` objects (default: the core's threshold)."""
-    if graft_roots(git_dir):
+    if graft_roots(git_dir) or config.object_format != "sha1":
         return None
     commits, refs = starting_points(git_dir)
     if reflogs_name_other_objects(git_dir, commits):

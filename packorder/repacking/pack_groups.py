@@ -97,18 +97,19 @@ def pack_groups(
     if max_cruft is None or cruft_sizes is None:
         groups.append(PackGroup(CRUFT, cruft))
     else:
-        groups += [PackGroup(CRUFT, part) for part in split_by_size(cruft, cruft_sizes, max_cruft)]
+        trailer = table.oids.shape[1]
+        groups += [PackGroup(CRUFT, part) for part in split_by_size(cruft, cruft_sizes, max_cruft, trailer)]
     return [g for g in groups if len(g.rows)]
 
 
-def split_by_size(rows: np.ndarray, sizes: np.ndarray, limit: int) -> list[np.ndarray]:
+def split_by_size(rows: np.ndarray, sizes: np.ndarray, limit: int, trailer: int) -> list[np.ndarray]:
     """`rows` cut into consecutive runs of at most `limit` bytes (a row larger than that on
-    its own), pack header and trailer included."""
-    parts, start, total = [], 0, 12 + 20
+    its own), pack header and trailer (of `trailer` bytes) included."""
+    parts, start, total = [], 0, 12 + trailer
     for k, size in enumerate(sizes):
         if k > start and total + int(size) > limit:
             parts.append(rows[start:k])
-            start, total = k, 12 + 20
+            start, total = k, 12 + trailer
         total += int(size)
     parts.append(rows[start:])
     return parts
@@ -196,7 +197,7 @@ def _mtimes_file(written: writer_mod.WrittenPack, ages: np.ndarray) -> bytes:
 
     order = id_order(keys(written.plan.oids))
     out = io.BytesIO()
-    mtimes_format.write(out, np.clip(ages[order], 0, 0xFFFFFFFF).astype(np.uint32), written.checksum)
+    mtimes_format.write(out, np.clip(ages[order], 0, 0xFFFFFFFF).astype(np.uint32), written.checksum, written.fmt)
     return out.getvalue()
 
 

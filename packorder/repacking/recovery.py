@@ -173,12 +173,13 @@ def _keep_if_only_copy(git_dir: Path, pack: Path) -> bool | None:
     (None): Git cannot read it either."""
     from packorder.errors import PackError
     from packorder.format import idx as idx_format
+    from packorder.format.object_format import of_size
     from packorder.indexer.index_pack import index_pack
 
     tmp_idx = pack.with_name(f"{TEMP_PREFIX}{os.getpid()}-{pack.stem}.idx")
     try:
-        index_pack(pack, output=tmp_idx, rev_index=False, repo=git_dir)
-        index = idx_format.read(str(tmp_idx))
+        indexed = index_pack(pack, output=tmp_idx, rev_index=False, repo=git_dir)
+        index = idx_format.read(str(tmp_idx), of_size(len(indexed.checksum) // 2))
     except PackError:
         with contextlib.suppress(FileNotFoundError):
             tmp_idx.unlink()

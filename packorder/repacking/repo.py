@@ -18,7 +18,8 @@ from packorder.errors import CorruptPackError, RepositoryError
 from packorder.format import idx as idx_format
 from packorder.format import layout as layout_mod
 from packorder.format import mtimes as mtimes_format
-from packorder.format.pack import OBJ_COMMIT, RAWSZ
+from packorder.format.object_format import ObjectFormat
+from packorder.format.pack import OBJ_COMMIT
 from packorder.repacking import snapshot as snapshot_mod
 from packorder.store.object_ids import id_order, keys, lookup, sort_keys
 from packorder.store.promisor import check_promised
@@ -61,7 +62,7 @@ class PackSource:
         if self._mtimes is None:
             count = len(self.index.offsets)
             if self.cruft:
-                self._mtimes = mtimes_format.read(str(self.sibling(".mtimes")), count).astype(np.int64)
+                self._mtimes = mtimes_format.read(str(self.sibling(".mtimes")), count, self.index.fmt).astype(np.int64)
             else:
                 self._mtimes = np.full(count, int(self.mtime), dtype=np.int64)
         return self._mtimes
@@ -69,7 +70,7 @@ class PackSource:
 
 @dataclass
 class LooseObjects:
-    oids: np.ndarray  # (n, 20) uint8, sorted
+    oids: np.ndarray  # (n, rawsz) uint8, sorted
     paths: list[Path]
     foreign: np.ndarray  # bool: in an alternate's object directory (read, never removed)
 
@@ -81,6 +82,7 @@ class Repository:
     packs: list[PackSource]
     loose: LooseObjects
     bare: bool
+    fmt: ObjectFormat  # the hash of its object names
 
     @property
     def objects_dir(self) -> Path:
@@ -98,7 +100,7 @@ class Repository:
         return gitcmd.run(list(args), git_dir=self.git_dir, **kw)
 
 
-def _pack_sources(packs: list[Path], foreign: bool) -> list[PackSource]:
+def _pack_sources(packs: list[Path], foreign: bool, fmt: ObjectFormat) -> list[PackSource]:
     out = []
     for pack in packs:
         stem = pack.name[: -len(".pack")]
@@ -109,7 +111,7 @@ def _pack_sources(packs: list[Path], foreign: bool) -> list[PackSource]:
                 promisor=pack.with_name(f"{stem}.promisor").exists(),
                 foreign=foreign,
                 mtime=pack.stat().st_mtime,
-                index=idx_format.read(str(layout_mod.idx_path_of(pack))),
+                index=idx_format.read(str(layout_mod.idx_path_of(pack)), fmt),
                 cruft=pack.with_name(f"{stem}.mtimes").exists(),
             )
         )
@@ -118,14 +120,10 @@ def _pack_sources(packs: list[Path], foreign: bool) -> list[PackSource]:
     return out
 
 
-def _loose(local: list[tuple[bytes, Path]], foreign: list[tuple[bytes, Path]]) -> LooseObjects:
+def _loose(local: list[tuple[bytes, Path]], foreign: list[tuple[bytes, Path]], fmt: ObjectFormat) -> LooseObjects:
     """Both listings as one, by id (a local copy before an alternate's)."""
     listed = sorted([(oid, False, path) for oid, path in local] + [(oid, True, path) for oid, path in foreign])
-    oids = (
-        np.frombuffer(b"".join(oid for oid, _, _ in listed), dtype=np.uint8).reshape(-1, RAWSZ)
-        if listed
-        else np.zeros((0, RAWSZ), np.uint8)
-    )
+    oids = id_rows(b"".join(oid for oid, _, _ in listed), fmt)
     return LooseObjects(oids, [path for _, _, path in listed], np.array([f for _, f, _ in listed], dtype=bool))
 
 
@@ -136,18 +134,17 @@ def open_repository(
     now when there is none)."""
     if snapshot is None:
         snapshot = snapshot_mod.listed(path)
-    git_dir = snapshot.git_dir
-    config = snapshot.config if snapshot.config is not None else gitcmd.read_config(git_dir)
-    packs = _pack_sources(snapshot.local_packs, foreign=False) + _pack_sources(snapshot.foreign_packs, foreign=True)
+    git_dir, config, fmt = snapshot.git_dir, snapshot.config, snapshot.fmt
+    packs = _pack_sources(snapshot.local_packs, False, fmt) + _pack_sources(snapshot.foreign_packs, True, fmt)
     bare = config.get_bool("core.bare", git_dir.name != ".git")
-    return Repository(git_dir, config, packs, _loose(snapshot.loose, snapshot.foreign_loose), bare)
+    return Repository(git_dir, config, packs, _loose(snapshot.loose, snapshot.foreign_loose, fmt), bare, fmt)
 
 
 @dataclass
 class ObjectTable:
     """Every object to write, in discovery order (struct of arrays)."""
 
-    oids: np.ndarray  # (n, 20) uint8
+    oids: np.ndarray  # (n, rawsz) uint8
     kinds: np.ndarray  # uint8, the object's real type
     name_hash: np.ndarray  # uint32, Git's pack_name_hash of the path it was found at
     reachable: np.ndarray  # bool
@@ -181,18 +178,20 @@ class ObjectTable:
         )
 
 
-def _walked(walk: snapshot_mod.ObjectWalk) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+def id_rows(ids: bytes, fmt: ObjectFormat) -> np.ndarray:
+    """Concatenated ids of `fmt` as an (n, rawsz) array."""
+    return np.frombuffer(ids, dtype=np.uint8).reshape(-1, fmt.rawsz)
+
+
+def _walked(walk: snapshot_mod.ObjectWalk, fmt: ObjectFormat) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
     oids_b, hashes_b, missing_b = walk.result()
-    oids = np.frombuffer(oids_b, dtype=np.uint8).reshape(-1, RAWSZ)
     hashes = np.frombuffer(hashes_b, dtype=np.uint32)
-    missing = [missing_b[i : i + RAWSZ] for i in range(0, len(missing_b), RAWSZ)]
-    return oids, hashes, missing
+    return id_rows(oids_b, fmt), hashes, fmt.split(missing_b)
 
 
-def _tag_keys(tags: snapshot_mod.TagTips) -> np.ndarray:
+def _tag_keys(tags: snapshot_mod.TagTips, fmt: ObjectFormat) -> np.ndarray:
     """Ids of tag tips as sorted keys."""
-    ids = tags.ids()
-    return keys(np.frombuffer(b"".join(ids), dtype=np.uint8).reshape(-1, RAWSZ))
+    return keys(id_rows(b"".join(tags.ids()), fmt))
 
 
 def enumerate_objects(
@@ -211,7 +210,7 @@ def enumerate_objects(
     if snapshot is not None:
         walk, tags = snapshot.take_walk()
     else:
-        walk = snapshot_mod.ObjectWalk(repo.git_dir, missing_ok=repo.has_promisor_packs)
+        walk = snapshot_mod.ObjectWalk(repo.git_dir, repo.fmt, missing_ok=repo.has_promisor_packs)
         tags = snapshot_mod.TagTips(repo.git_dir)  # runs beside rev-list
     try:
         return _enumerate(repo, walk, tags, local, unreachable, frozenset(retained))
@@ -243,7 +242,7 @@ def _enumerate(
     for i in movable:
         if not repo.packs[i].foreign:
             _ = repo.packs[i].layout  # read while rev-list runs
-    oids, hashes, missing = _walked(walk)
+    oids, hashes, missing = _walked(walk, repo.fmt)
     if missing:
         check_promised(repo, missing)
     want = keys(oids)
@@ -332,7 +331,7 @@ def _enumerate(
             [walked[kinds[walked] == OBJ_COMMIT], walked[kinds[walked] != OBJ_COMMIT], np.flatnonzero(~reachable)]
         )
         oids, hashes, source, pos, kinds = oids[order], hashes[order], source[order], pos[order], kinds[order]
-    tagged = lookup(_tag_keys(tags), keys(oids)) >= 0
+    tagged = lookup(_tag_keys(tags, repo.fmt), keys(oids)) >= 0
     promisor = np.zeros(len(source), dtype=bool)
     for i, p in enumerate(repo.packs):
         if p.promisor:
@@ -391,9 +390,11 @@ def unreleased_objects(repo: Repository, table: ObjectTable, walk: snapshot_mod.
     (`git rev-list --objects HEAD --not --tags`): what a fetch from the last release asks for.
     Nothing when HEAD is unborn."""
     if walk is None:
-        walk = snapshot_mod.ObjectWalk(repo.git_dir, missing_ok=repo.has_promisor_packs, revs=snapshot_mod.UNRELEASED)
+        walk = snapshot_mod.ObjectWalk(
+            repo.git_dir, repo.fmt, missing_ok=repo.has_promisor_packs, revs=snapshot_mod.UNRELEASED
+        )
     try:
-        oids, _, _ = _walked(walk)
+        oids, _, _ = _walked(walk, repo.fmt)
     finally:
         walk.stop()
     if not len(oids) or not table.count:
@@ -409,10 +410,10 @@ def introducing_commits(
     unreachable objects)."""
     if walk is None:
         walk = snapshot_mod.ObjectWalk(
-            repo.git_dir, missing_ok=repo.has_promisor_packs, extra=snapshot_mod.IN_COMMIT_ORDER
+            repo.git_dir, repo.fmt, missing_ok=repo.has_promisor_packs, extra=snapshot_mod.IN_COMMIT_ORDER
         )
     try:
-        oids, _, _ = _walked(walk)
+        oids, _, _ = _walked(walk, repo.fmt)
     finally:
         walk.stop()
     sorted_order = id_order(keys(table.oids))

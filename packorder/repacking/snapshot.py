@@ -17,6 +17,8 @@ from pathlib import Path
 
 from packorder import _native, gitcmd
 from packorder.errors import RepositoryError, UsageError
+from packorder.format import object_format as object_formats
+from packorder.format.object_format import ObjectFormat
 from packorder.orders.catalog import CATALOG, DEFAULT_ORDER, configured_order
 from packorder.repacking import lock as lock_mod
 from packorder.repacking import native_walk, recovery
@@ -38,9 +40,15 @@ class ObjectWalk:
     stalled Git on a full pipe whenever imports held the GIL."""
 
     def __init__(
-        self, git_dir: Path, missing_ok: bool, extra: tuple[str, ...] = (), revs: tuple[str, ...] | None = None
+        self,
+        git_dir: Path,
+        fmt: ObjectFormat,
+        missing_ok: bool,
+        extra: tuple[str, ...] = (),
+        revs: tuple[str, ...] | None = None,
     ) -> None:
-        """`revs`: the revisions to walk; by default every ref, reflog and index entry."""
+        """`revs`: the revisions to walk; by default every ref, reflog and index entry. Git
+        prints ids of `fmt`, the repository's hash."""
         # Git prints the same commits and the same other objects in the same order with
         # --in-commit-order as without, only interleaved (checked on libgit2, redis and git/git:
         # docs/repack.md); so one such walk gives the discovery order and each object's
@@ -73,7 +81,7 @@ class ObjectWalk:
             with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.write("".join(r + "\n" for r in roots).encode())
             self.proc.stdin.close()
-        self.parser = _native.RevList()
+        self.parser = _native.RevList(fmt.name)
         self.error: BaseException | None = None
         self.stderr = b""
         self.thread = threading.Thread(target=self._pump, name="packorder-rev-list", daemon=True)
@@ -89,7 +97,7 @@ class ObjectWalk:
         self.stderr = self.proc.stderr.read()
 
     def result(self) -> tuple[bytes, bytes, bytes]:
-        """(ids, 20 bytes each; name hashes, native u32s; missing ids, 20 bytes each), in the
+        """(ids, one after another; name hashes, native u32s; missing ids), in the
         order Git printed them; the same again on later calls."""
         if self._result is not None:
             return self._result
@@ -135,9 +143,11 @@ class Snapshot:
     """The lock (when repacking in place), the listing, and the walk started after it. Use as
     a context manager: leaving it stops whatever still runs and releases the lock."""
 
-    def __init__(self, git_dir: Path, locked: bool) -> None:
+    def __init__(self, git_dir: Path, locked: bool, config: gitcmd.Config) -> None:
         self.git_dir = git_dir
         self.locked = locked
+        self.config = config
+        self.fmt = object_formats.named(config.object_format)
         self.lock: lock_mod.RepositoryLock | None = None
         self.local_packs: list[Path] = []
         self.foreign_packs: list[Path] = []
@@ -150,7 +160,6 @@ class Snapshot:
         # history, run beside it on the other core.
         self.intro_walk: ObjectWalk | native_walk.NativeWalk | None = None
         self.unreleased_walk: ObjectWalk | None = None
-        self.config: gitcmd.Config | None = None
         self.order = DEFAULT_ORDER  # the order whose walks were started
         self.warnings: list[str] = []  # what taking it warned about (a lock taken over, leftovers)
 
@@ -193,12 +202,11 @@ def _open(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
     objects = git_dir / "objects"
     if not objects.is_dir():
         raise RepositoryError(f"{git_dir} has no objects directory")
-    return Snapshot(git_dir, lock)
+    return Snapshot(git_dir, lock, gitcmd.read_config(git_dir, tuple(object_formats.FORMATS)))
 
 
 def _main_walk(snap: Snapshot, promisor: bool, in_commit_order: bool) -> ObjectWalk | native_walk.NativeWalk:
     """The walk of every reachable object: `packorder.walk` chooses Git's or ours."""
-    assert snap.config is not None
     choice = snap.config.get("packorder.walk") or "git"
     if choice not in native_walk.WALKS:
         raise UsageError(f"packorder.walk is {choice!r}: it is one of {', '.join(native_walk.WALKS)}")
@@ -213,7 +221,7 @@ def _main_walk(snap: Snapshot, promisor: bool, in_commit_order: bool) -> ObjectW
         )
         if walk is not None:
             return walk
-    return ObjectWalk(snap.git_dir, missing_ok=promisor, extra=IN_COMMIT_ORDER if in_commit_order else ())
+    return ObjectWalk(snap.git_dir, snap.fmt, missing_ok=promisor, extra=IN_COMMIT_ORDER if in_commit_order else ())
 
 
 def _list(snap: Snapshot) -> None:
@@ -221,8 +229,8 @@ def _list(snap: Snapshot) -> None:
     snap.local_packs = list_packs(objects / "pack")
     for alt in alternates(objects):
         snap.foreign_packs += list_packs(alt / "pack")
-        snap.foreign_loose += list_loose(alt)
-    snap.loose = list_loose(objects)
+        snap.foreign_loose += list_loose(alt, snap.fmt)
+    snap.loose = list_loose(objects, snap.fmt)
 
 
 def listed(path: str | os.PathLike[str] | None) -> Snapshot:
@@ -244,7 +252,6 @@ def take(
     object's introducing commit) and, beside it, the walk of unreleased history."""
     snap = _open(path, bool(lock))
     try:
-        snap.config = gitcmd.read_config(snap.git_dir)
         snap.order = configured_order(snap.config, order)
         needs = CATALOG[snap.order]
         if lock:
@@ -264,7 +271,7 @@ def take(
         if needs.needs_intro:
             snap.intro_walk = snap.walk
         if needs.needs_unreleased:
-            snap.unreleased_walk = ObjectWalk(snap.git_dir, missing_ok=promisor, revs=UNRELEASED)
+            snap.unreleased_walk = ObjectWalk(snap.git_dir, snap.fmt, missing_ok=promisor, revs=UNRELEASED)
     except BaseException:
         snap.close()
         raise

@@ -15,11 +15,11 @@ from packorder.repacking.placement import entry_sizes
 from packorder.repacking.repo import ObjectTable, Repository
 from packorder.units import human_size
 
-RAWSZ = 20
 # Each file's fixed part and its part an object (.idx v2: id, CRC, offset; .rev, .mtimes:
-# one u32), a bitmap's guess, and the directory entries and rounding of a filesystem.
-PER_OBJECT = RAWSZ + 4 + 4 + 4 + 4
-FIXED = 12 + 8 + 1024 + 6 * RAWSZ + 3 * 12
+# one u32), a bitmap's guess, and the directory entries and rounding of a filesystem; ids
+# and checksums are the repository's hash's length.
+PER_OBJECT = 4 + 4 + 4 + 4
+FIXED = 12 + 8 + 1024 + 3 * 12
 SLACK = 64 << 10
 
 
@@ -33,7 +33,8 @@ def needed(repo: Repository, table: ObjectTable, choice: deltas_mod.DeltaChoice,
     rebuilt = np.flatnonzero(choice.stored_delta & (choice.base < 0))
     if len(rebuilt):
         sizes[rebuilt] = deltas_mod.object_sizes(repo, table, rebuilt).astype(np.int64)
-    return int(sizes.sum()) + PER_OBJECT * table.count + FIXED
+    rawsz = repo.fmt.rawsz
+    return int(sizes.sum()) + (PER_OBJECT + rawsz) * table.count + FIXED + 6 * rawsz
 
 
 def check(directory: Path, need: int) -> None:

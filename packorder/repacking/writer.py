@@ -28,7 +28,8 @@ from packorder import _native
 from packorder.errors import CorruptPackError, PackError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
-from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA, RAWSZ
+from packorder.format.object_format import ObjectFormat
+from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA
 from packorder.native_call import INDEXING, RESOLVING, run_job
 from packorder.progress import ProgressCallback
 from packorder.repacking.deltas import DeltaChoice
@@ -150,6 +151,7 @@ class WrittenPack:
     offsets: np.ndarray  # uint64, per output entry
     crcs: np.ndarray  # uint32 (big-endian source bytes decoded)
     plan: Plan
+    fmt: ObjectFormat  # the hash of its ids and trailer
 
 
 def write(
@@ -179,6 +181,7 @@ def write(
         level,
         object_limit,
         threads,
+        repo.fmt.name,
     )
 
     # No path for its errors: each names the file it is about (a source pack, or the new one).
@@ -187,7 +190,7 @@ def write(
     )
     offsets = np.frombuffer(offsets_b, dtype=np.uint64)
     crcs = np.frombuffer(crcs_b, dtype=">u4").astype(np.uint32)
-    return WrittenPack(path, checksum, int(size), offsets, crcs, plan)
+    return WrittenPack(path, checksum, int(size), offsets, crcs, plan, repo.fmt)
 
 
 @dataclass
@@ -198,10 +201,12 @@ class IndexFiles:
     mtimes: bytes | None = None  # a cruft pack's
 
 
-def _index_files(names: bytes, crcs_be: bytes, offsets: np.ndarray, positions_be: bytes, checksum: bytes) -> IndexFiles:
+def _index_files(
+    names: bytes, crcs_be: bytes, offsets: np.ndarray, positions_be: bytes, checksum: bytes, fmt: ObjectFormat
+) -> IndexFiles:
     idx_buf, rev_buf = io.BytesIO(), io.BytesIO()
-    idx_format.write_v2(idx_buf, names, crcs_be, offsets.astype(np.uint64).tobytes(), checksum)
-    rev_format.write(rev_buf, positions_be, checksum)
+    idx_format.write_v2(idx_buf, names, crcs_be, offsets.astype(np.uint64).tobytes(), checksum, fmt=fmt)
+    rev_format.write(rev_buf, positions_be, checksum, fmt)
     return IndexFiles(idx_buf.getvalue(), rev_buf.getvalue())
 
 
@@ -213,8 +218,8 @@ def attempt(work: Callable[..., Any], *args: Any) -> Any:
         return e
 
 
-def _file_sha1_into(out: list, path: Path, length: int) -> None:
-    out.append(attempt(_native.file_checksum, str(path), length))
+def _file_checksum_into(out: list, path: Path, length: int, fmt: ObjectFormat) -> None:
+    out.append(attempt(_native.file_checksum, str(path), length, fmt.name))
 
 
 @dataclass
@@ -239,12 +244,14 @@ def _check_against_plan(written: WrittenPack) -> _EntryHeaders:
     # Hashing the whole file is the longest part: it runs beside the reads of CRCs and headers
     # (all release the GIL). Their failures are reported in the order of the checks below.
     trailer: list[bytes | BaseException] = []
-    hasher = threading.Thread(target=_file_sha1_into, args=(trailer, path, written.size - RAWSZ))
+    hasher = threading.Thread(
+        target=_file_checksum_into, args=(trailer, path, written.size - written.fmt.rawsz, written.fmt)
+    )
     hasher.start()
     try:
         ends = _entry_ends(written)
         read_crcs = attempt(_native.range_crcs, str(path), written.offsets.tobytes(), ends.tobytes())
-        headers = attempt(_native.read_entry_headers, str(path), written.offsets.tobytes(), False)
+        headers = attempt(_native.read_entry_headers, str(path), written.offsets.tobytes(), False, written.fmt.name)
     finally:
         hasher.join()
     for outcome in (trailer[0], read_crcs):
@@ -271,7 +278,7 @@ def _check_against_plan(written: WrittenPack) -> _EntryHeaders:
     problems[ofs_rows] |= ofs[ofs_rows] != written.offsets[plan.base[ofs_rows]]
     ref_rows = np.flatnonzero(is_delta & (kinds == OBJ_REF_DELTA))
     if len(ref_rows):
-        ids = np.frombuffer(ids_b, dtype=np.uint8).reshape(-1, RAWSZ)
+        ids = np.frombuffer(ids_b, dtype=np.uint8).reshape(-1, written.fmt.rawsz)
         problems[ref_rows] |= (ids[ref_rows] != plan.oids[plan.base[ref_rows]]).any(axis=1)
     if problems.any():
         bad = int(np.flatnonzero(problems)[0])
@@ -284,7 +291,7 @@ def _entry_ends(written: WrittenPack) -> np.ndarray:
     ends = np.empty(n, dtype=np.uint64)
     ends[:-1] = written.offsets[1:]
     if n:
-        ends[-1] = written.size - RAWSZ
+        ends[-1] = written.size - written.fmt.rawsz
     return ends
 
 
@@ -302,6 +309,7 @@ def _planned_index(written: WrittenPack, crcs: np.ndarray) -> IndexFiles:
         written.offsets[order],
         positions.astype(">u4").tobytes(),
         written.checksum,
+        written.fmt,
     )
 
 
@@ -341,12 +349,13 @@ def verify_produced(
         source = (
             str(written.path),
             written.offsets.astype(np.uint64).tobytes(),
-            written.size - RAWSZ,
+            written.size - written.fmt.rawsz,
             headers.header_lens.tobytes(),
             headers.kinds.tobytes(),
             headers.sizes.astype(np.uint64).tobytes(),
             plan.base.astype(np.int64).tobytes(),
             b"",
+            written.fmt.name,
         )
         check = _native.ObjectCheck(
             source,
@@ -384,7 +393,9 @@ def verify_full(
     exactly the planned ones. Plain SHA-1: collision detection guards against crafted input,
     and every object here comes from the repository under the id it already has; what this
     catches (a wrong byte, a wrong delta) plain SHA-1 catches (0.27 s of 1.9 s on libgit2)."""
-    native = _native.PackIndexer(str(written.path), threads, budget, object_limit, False, False)
+    native = _native.PackIndexer(
+        str(written.path), threads, budget, object_limit, False, False, object_format=written.fmt.name
+    )
     for work in (native.scan, native.resolve):
         run_job(native, work, title=VERIFY_PHASES, path=written.path, what=FAILS, progress=progress)
     path = str(written.path)
@@ -400,4 +411,4 @@ def verify_full(
     if native.checksum != written.checksum:
         raise CorruptPackError(f"{FAILS}trailer mismatch", None, path)
     offsets = np.frombuffer(offsets_b, dtype=np.uint64)
-    return _index_files(names, crcs_be, offsets, positions_be, written.checksum)
+    return _index_files(names, crcs_be, offsets, positions_be, written.checksum, written.fmt)

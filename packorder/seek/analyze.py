@@ -11,20 +11,21 @@ import numpy as np
 from packorder.errors import RepositoryError
 from packorder.format.layout import PackLayout
 from packorder.format.layout import load as load_layout
+from packorder.format.object_format import SHA1, ObjectFormat
 from packorder.seek import stats
 from packorder.seek.result import ViewStats
 from packorder.seek.trace import Trace
 
 
-def layouts_of(trace: Trace, known: dict | None = None) -> list[PackLayout]:
-    """The layout of each pack of the trace (in `known` or read from its index)."""
+def layouts_of(trace: Trace, known: dict | None = None, fmt: ObjectFormat = SHA1) -> list[PackLayout]:
+    """The layout of each pack of the trace (in `known` or read from its index, ids of `fmt`)."""
     out = []
     for pack in trace.packs:
         found = (known or {}).get(pack)
         if found is None:
             if not pack.is_file() or not pack.with_suffix(".idx").is_file():
                 raise RepositoryError(f"{pack}: the pack the workload read, or its index, is gone")
-            found = load_layout(pack)
+            found = load_layout(pack, fmt=fmt)
         out.append(found)
     return out
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packorder.errors import UsageError
+from packorder.format import object_format as object_formats
 from packorder.format.layout import PackLayout
 from packorder.gitcmd import find_git_dir, git_env, read_config
 from packorder.progress import ProgressCallback
@@ -132,7 +133,7 @@ def measure(
     git_path = runner.check_program(git, "the git binary to run workloads with")
     spec = workloads.parse(workload, path, tuple(git_args))
     spec, _ = workloads.resolve(spec, git_dir)
-    config = read_config(git_dir)
+    config = read_config(git_dir, tuple(object_formats.FORMATS))
     if cache_limit is None:
         cache_limit = delta_base_cache_limit(config)
     cwd = Path(repo).resolve() if repo is not None else Path.cwd()
@@ -140,7 +141,7 @@ def measure(
 
     recording = work.record(progress)
     trace = recording.trace
-    layouts = analyze.layouts_of(trace, work.layouts)
+    layouts = analyze.layouts_of(trace, work.layouts, object_formats.named(config.object_format))
     trace = analyze.locate(trace, layouts)
     results = []
     for view in VIEWS:

@@ -29,7 +29,8 @@ import numpy as np
 
 from packorder.errors import UsageError
 from packorder.format.layout import NO_BASE, PackLayout
-from packorder.format.pack import OBJ_OFS_DELTA, RAWSZ
+from packorder.format.object_format import of_size
+from packorder.format.pack import OBJ_OFS_DELTA
 from packorder.orders.catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze
@@ -138,8 +139,9 @@ def _as_pack(planned: PlannedLayout, kinds: np.ndarray, object_sizes: np.ndarray
         base=np.where(base >= 0, base, NO_BASE),
         oids=planned.oids,
         checksum=b"",
+        fmt=of_size(planned.oids.shape[1]),
     )
-    return PlannedPack(planned.order, layout, end + RAWSZ, seconds)
+    return PlannedPack(planned.order, layout, end + layout.fmt.rawsz, seconds)
 
 
 def relay(trace: Trace, layouts: Sequence[PackLayout], planned: PackLayout) -> tuple[Trace, list[PackLayout]]:
@@ -150,7 +152,7 @@ def relay(trace: Trace, layouts: Sequence[PackLayout], planned: PackLayout) -> t
     if trace.positions is None:
         trace = analyze.locate(trace, layouts)
     assert trace.positions is not None
-    oids = np.zeros((len(trace), RAWSZ), dtype=np.uint8)
+    oids = np.zeros((len(trace), planned.oids.shape[1]), dtype=np.uint8)
     for p, layout in enumerate(layouts):
         mine = trace.pack_index == p
         oids[mine] = layout.oids[trace.positions[mine]]

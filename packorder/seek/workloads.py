@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packorder.errors import RepositoryError, UsageError
+from packorder.format import object_format as object_formats
 from packorder.format.layout import PackLayout
 from packorder.format.layout import load as load_layout
 from packorder.gitcmd import Config, run
@@ -191,7 +192,7 @@ def _build_index_pack(
     def record(progress: ProgressCallback | None) -> Recording:
         recordings = []
         for pack in packs:
-            layouts[pack.resolve()] = layout = load_layout(pack)
+            layouts[pack.resolve()] = layout = load_layout(pack, fmt=object_formats.named(config.object_format))
             with tempfile.TemporaryDirectory(prefix="packorder-index-pack-") as tmp:
                 command = _index_pack_command(pack, Path(tmp).resolve(), git, config, cache_limit)
                 title = f"Tracing git index-pack {pack.name}"

@@ -12,7 +12,11 @@ from pathlib import Path
 from packorder.format.object_format import SHA1, ObjectFormat
 
 _HEX2 = re.compile(r"^[0-9a-f]{2}$")
-_HEX38 = re.compile(r"^[0-9a-f]{38}$")
+
+
+def _loose_name(fmt: ObjectFormat) -> re.Pattern[str]:
+    """A loose object's file name: its id's hex digits after the two of its directory."""
+    return re.compile(rf"^[0-9a-f]{{{fmt.hexsz - 2}}}$")
 
 
 MAX_ALTERNATE_DEPTH = 5  # Git's limit on alternates of alternates
@@ -47,7 +51,7 @@ def list_packs(pack_dir: Path) -> list[Path]:
 def loose_ids(objects_dir: Path, fmt: ObjectFormat = SHA1) -> bytes:
     """The ids (of `fmt`) of every loose object, sorted and concatenated (no path kept for each)."""
     ids = []
-    rest = re.compile(rf"^[0-9a-f]{{{fmt.hexsz - 2}}}$")
+    rest = _loose_name(fmt)
     for sub in os.listdir(objects_dir) if objects_dir.is_dir() else []:
         if _HEX2.match(sub):
             with contextlib.suppress(NotADirectoryError, FileNotFoundError):
@@ -55,13 +59,14 @@ def loose_ids(objects_dir: Path, fmt: ObjectFormat = SHA1) -> bytes:
     return b"".join(sorted(ids))
 
 
-def list_loose(objects_dir: Path) -> list[tuple[bytes, Path]]:
-    """(id, path) of every loose object, sorted by id."""
+def list_loose(objects_dir: Path, fmt: ObjectFormat = SHA1) -> list[tuple[bytes, Path]]:
+    """(id, path) of every loose object (ids of `fmt`), sorted by id."""
     out: list[tuple[bytes, Path]] = []
+    rest = _loose_name(fmt)
     for sub in sorted(objects_dir.iterdir()) if objects_dir.is_dir() else []:
         if not _HEX2.match(sub.name) or not sub.is_dir():
             continue
         for entry in sorted(os.scandir(sub), key=lambda e: e.name):
-            if _HEX38.match(entry.name):
+            if rest.match(entry.name):
                 out.append((bytes.fromhex(sub.name + entry.name), Path(entry.path)))
     return out

@@ -1,4 +1,4 @@
-"""Object ids as numpy arrays: 20-byte keys that sort and search in byte order, the look-up
+"""Object ids as numpy arrays: keys (20 or 32 bytes) that sort and search in byte order, the look-up
 of many ids in a sorted array, and the stable sort, the last two in the native core (repack
 enumerates, dedups and looks up every object of the repository with them)."""
 
@@ -7,24 +7,31 @@ from __future__ import annotations
 import numpy as np
 
 from packorder import _native
-from packorder.format.pack import RAWSZ
+from packorder.format.object_format import of_size
 
 
 def keys(oids: np.ndarray) -> np.ndarray:
-    """Object ids as numpy 'S20' scalars, which sort and search in byte order (memcmp)."""
-    return np.ascontiguousarray(oids).view(f"S{RAWSZ}").ravel()
+    """Object ids, (n, rawsz) bytes, as numpy 'S20' or 'S32' scalars, which sort and search in
+    byte order (memcmp)."""
+    return np.ascontiguousarray(oids).view(f"S{oids.shape[1]}").ravel()
+
+
+def _hash_of(k: np.ndarray) -> str:
+    return of_size(k.dtype.itemsize).name
 
 
 def lookup(sorted_keys: np.ndarray, want: np.ndarray) -> np.ndarray:
     """Position of each of `want` in `sorted_keys` (its first copy), -1 where absent."""
-    found = _native.find_ids(np.ascontiguousarray(sorted_keys).tobytes(), np.ascontiguousarray(want).tobytes())
+    found = _native.find_ids(
+        np.ascontiguousarray(sorted_keys).tobytes(), np.ascontiguousarray(want).tobytes(), _hash_of(sorted_keys)
+    )
     return np.frombuffer(found, dtype=np.int64).copy()
 
 
 def id_order(k: np.ndarray) -> np.ndarray:
     """The permutation that sorts the keys `k`, equal keys in their order (a stable argsort,
     several times faster than numpy's on 20-byte strings)."""
-    return np.frombuffer(_native.id_sort_order(np.ascontiguousarray(k).tobytes()), dtype=np.int64).copy()
+    return np.frombuffer(_native.id_sort_order(np.ascontiguousarray(k).tobytes(), _hash_of(k)), dtype=np.int64).copy()
 
 
 def sort_keys(k: np.ndarray) -> np.ndarray:

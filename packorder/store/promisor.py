@@ -12,7 +12,8 @@ import numpy as np
 
 from packorder import gitcmd
 from packorder.errors import RepositoryError
-from packorder.format.pack import OBJ_BLOB, RAWSZ
+from packorder.format.object_format import ObjectFormat
+from packorder.format.pack import OBJ_BLOB
 
 if TYPE_CHECKING:
     from packorder.repacking.repo import Repository
@@ -46,23 +47,24 @@ def promised_by_promisor_packs(repo: Repository, missing: list[bytes]) -> set[by
     with gitcmd.ObjectReader(repo.git_dir) as reader:
         for _, got in reader.read_many(ids):
             if got is not None:
-                found.update(oid for oid in references(*got) if oid in want)
+                found.update(oid for oid in references(*got, repo.fmt) if oid in want)
     return found
 
 
-def references(kind: str, body: bytes) -> Iterator[bytes]:
-    """The ids an object names, as Git's is_promisor_object reads them."""
+def references(kind: str, body: bytes, fmt: ObjectFormat) -> Iterator[bytes]:
+    """The ids (of `fmt`) an object names, as Git's is_promisor_object reads them."""
+    rawsz = fmt.rawsz
     if kind == "tree":
         at = 0
-        while (nul := body.find(b"\0", at)) != -1 and nul + 1 + RAWSZ <= len(body):
-            yield body[nul + 1 : nul + 1 + RAWSZ]
-            at = nul + 1 + RAWSZ
+        while (nul := body.find(b"\0", at)) != -1 and nul + 1 + rawsz <= len(body):
+            yield body[nul + 1 : nul + 1 + rawsz]
+            at = nul + 1 + rawsz
         return
     names = (b"tree", b"parent") if kind == "commit" else (b"object",) if kind == "tag" else ()
     for line in body.split(b"\n"):
         if not line:
             break  # the header ends at the first empty line
         field, _, value = line.partition(b" ")
-        if field in names and len(value) == 2 * RAWSZ:
+        if field in names and len(value) == fmt.hexsz:
             with contextlib.suppress(ValueError):
                 yield bytes.fromhex(value.decode())

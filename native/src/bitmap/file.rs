@@ -263,8 +263,7 @@ pub fn write(input: &Input<'_>) -> Result<(Vec<u8>, Stats), BitmapError> {
             out.extend_from_slice(&h.to_be_bytes());
         }
     }
-    // Bitmaps are written for SHA-1 repositories only so far.
-    let mut sum = crate::pack::hash::FileChecksum::new(crate::pack::object_id::HashAlgo::Sha1);
+    let mut sum = crate::pack::hash::FileChecksum::new(input.pack_checksum.algo());
     sum.update(&out);
     out.extend_from_slice(&sum.finish());
     stats.bytes = out.len();

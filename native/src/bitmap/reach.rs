@@ -11,15 +11,11 @@
 use rayon::prelude::*;
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{ObjectId, OBJ_COMMIT, OBJ_TREE};
+use crate::pack::entry::{HashAlgo, ObjectId, MAX_RAWSZ, OBJ_COMMIT, OBJ_TREE};
 use crate::pack::hash::{hex, parse_hex};
 use crate::pack::ids::Finder;
 use crate::pack::object_read::{Reader, Store};
 use crate::pack::pack_entries::Entries;
-
-/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
-const HASH: crate::pack::object_id::HashAlgo = crate::pack::object_id::HashAlgo::Sha1;
-const RAWSZ: usize = HASH.rawsz();
 
 /// What one reading task's reader may keep of the objects it rebuilt. On git/git (a bitmap
 /// beside a reuse repack, 5 runs): 2 MiB rebuilt chains often enough to cost 12% more CPU,
@@ -30,6 +26,8 @@ const FAMILY_CACHE: u64 = 8 << 20;
 /// The objects of a pack as the graph needs them: its entries (those of the reader's store),
 /// and what the writer knows of them.
 pub struct Objects<'a> {
+    /// The hash of the pack's ids.
+    pub algo: HashAlgo,
     pub entries: &'a Entries,
     /// The object's real type.
     pub kinds: &'a [u8],
@@ -120,10 +118,11 @@ impl GraphReader<'_> {
     fn position(&self, id: &[u8], rows: &mut Rows) -> u32 {
         // Tree entries end in a whole id (tree_entry_end checked it): copied, not converted,
         // so that nothing here can panic.
-        let mut raw = [0u8; RAWSZ];
-        let n = RAWSZ.min(id.len());
+        let mut raw = [0u8; MAX_RAWSZ];
+        let rawsz = self.e.algo.rawsz();
+        let n = rawsz.min(id.len());
         raw[..n].copy_from_slice(&id[..n]);
-        let id = ObjectId::of(HASH, &raw);
+        let id = ObjectId::of(self.e.algo, &raw[..rawsz]);
         match self.finder.at(&id) {
             Some(k) => self.e.sorted_pos[k],
             None => {
@@ -140,11 +139,13 @@ impl GraphReader<'_> {
     /// Whether the tree entries `raw` name exactly `targets` (gitlinks aside).
     fn names_exactly(&self, mut raw: &[u8], targets: &[u32]) -> bool {
         let mut k = 0;
-        while let Some(end) = tree_entry_end(raw) {
+        while let Some(end) = tree_entry_end(raw, self.e.algo.rawsz()) {
             if !raw.starts_with(b"160000 ") {
                 match targets.get(k) {
                     Some(&t)
-                        if t != OUTSIDE && self.id_of(t as usize)[..] == raw[end - RAWSZ..end] => {}
+                        if t != OUTSIDE
+                            && self.id_of(t as usize)[..]
+                                == raw[end - self.e.algo.rawsz()..end] => {}
                     _ => return false,
                 }
                 k += 1;
@@ -171,13 +172,13 @@ impl GraphReader<'_> {
                     break;
                 };
                 let id = line
-                    .get(..2 * RAWSZ)
-                    .and_then(|hex| parse_hex(HASH, hex))
-                    .filter(|_| line.get(2 * RAWSZ) == Some(&b'\n'))
+                    .get(..2 * self.e.algo.rawsz())
+                    .and_then(|hex| parse_hex(self.e.algo, hex))
+                    .filter(|_| line.get(2 * self.e.algo.rawsz()) == Some(&b'\n'))
                     .ok_or_else(|| bad("malformed commit header"))?;
                 let target = self.position(&id, rows);
                 rows.data.push(target);
-                rest = &line[2 * RAWSZ + 1..];
+                rest = &line[2 * self.e.algo.rawsz() + 1..];
                 first = false;
             }
             if first {
@@ -191,8 +192,9 @@ impl GraphReader<'_> {
             let mut count = 0;
             let mut key = 0u64;
             while at < data.len() {
-                let end = tree_entry_end(&data[at..]).ok_or_else(|| bad("malformed tree entry"))?;
-                let id = &data[at + end - RAWSZ..at + end];
+                let end = tree_entry_end(&data[at..], self.e.algo.rawsz())
+                    .ok_or_else(|| bad("malformed tree entry"))?;
+                let id = &data[at + end - self.e.algo.rawsz()..at + end];
                 let mut first = [0u8; 8];
                 first.copy_from_slice(&id[..8]);
                 key = key.rotate_left(7) ^ u64::from_le_bytes(first);
@@ -229,10 +231,10 @@ impl GraphReader<'_> {
 
     /// The targets of a run of whole tree entries, appended to the chunk being built.
     fn chunk_targets(&self, mut raw: &[u8], rows: &mut Rows) {
-        while let Some(end) = tree_entry_end(raw) {
+        while let Some(end) = tree_entry_end(raw, self.e.algo.rawsz()) {
             // A submodule's commit lives in another repository.
             if !raw.starts_with(b"160000 ") {
-                let target = self.position(&raw[end - RAWSZ..end], rows);
+                let target = self.position(&raw[end - self.e.algo.rawsz()..end], rows);
                 rows.data.push(target);
             }
             raw = &raw[end..];
@@ -270,11 +272,11 @@ impl GraphReader<'_> {
     }
 }
 
-/// Where a tree entry starting `rest` ends ("MODE NAME\0" and 20 bytes of id), if whole.
-fn tree_entry_end(rest: &[u8]) -> Option<usize> {
+/// Where a tree entry starting `rest` ends ("MODE NAME\0" and an id of `rawsz` bytes), if whole.
+fn tree_entry_end(rest: &[u8], rawsz: usize) -> Option<usize> {
     let sp = rest.iter().position(|&b| b == b' ')?;
     let nul = sp + rest[sp..].iter().position(|&b| b == 0)?;
-    (rest.len() >= nul + 1 + RAWSZ).then_some(nul + 1 + RAWSZ)
+    (rest.len() >= nul + 1 + rawsz).then_some(nul + 1 + rawsz)
 }
 
 /// The edges read by one task: object `positions[k]` names the chunks

@@ -53,7 +53,8 @@ pub(crate) fn hash_named(name: &str) -> PyResult<HashAlgo> {
 pub(crate) type Col<'py> = Bound<'py, PyBytes>;
 
 /// A source pack as Python describes it: (path, offsets u64, end of its entries, header_lens
-/// u8, kinds u8, sizes u64, bases i64, crcs u32 or empty), every array in pack order.
+/// u8, kinds u8, sizes u64, bases i64, crcs u32 or empty, its hash's name), every array in
+/// pack order.
 pub(crate) type SourceArgs<'py> = (
     PathBuf,
     Col<'py>,
@@ -63,14 +64,14 @@ pub(crate) type SourceArgs<'py> = (
     Col<'py>,
     Col<'py>,
     Col<'py>,
+    String,
 );
 
 /// Open and check one source pack: columns of one length, offsets ascending within its
 /// entries, delta bases within the pack.
 pub(crate) fn source(args: SourceArgs<'_>) -> PyResult<PackEntries> {
-    let (path, offsets, data_end, header_lens, kinds, sizes, bases, crcs) = args;
-    // Repacking reads SHA-1 repositories only so far.
-    let pack = PackFile::open(&path, false, HashAlgo::Sha1).map_err(to_py_err)?;
+    let (path, offsets, data_end, header_lens, kinds, sizes, bases, crcs, hash) = args;
+    let pack = PackFile::open(&path, false, hash_named(&hash)?).map_err(to_py_err)?;
     let e = Entries {
         offsets: u64s(offsets.as_bytes()),
         kinds: kinds.as_bytes().to_vec(),

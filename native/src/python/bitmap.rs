@@ -12,7 +12,7 @@ use crate::pack::object_read::Store;
 use crate::pack::pack_entries::PackEntries;
 use crate::pack::source::PackFile;
 use crate::python::arrays::{i64s, u32s, u64s};
-use crate::python::write::id_column;
+use crate::python::write::ids_column;
 use crate::{to_py_err, PackFormatError};
 
 type BitmapOutcome<'py> = (
@@ -48,11 +48,12 @@ pub fn pack_bitmap<'py>(
 ) -> PyResult<BitmapOutcome<'py>> {
     let (offsets, bases) = (u64s(offsets), i64s(bases));
     let (name_hashes, selected) = (u32s(name_hashes), u32s(selected));
-    let oids = id_column(oids, "pack_bitmap")?;
+    // The pack's checksum names the hash of everything else.
+    let checksum = crate::pack::entry::ObjectId::try_from(checksum)
+        .map_err(|_| pyo3::exceptions::PyValueError::new_err("pack_bitmap: not a pack checksum"))?;
+    let algo = checksum.algo();
+    let oids = ids_column(algo, oids, "pack_bitmap")?;
     let n = kinds.len();
-    let checksum: crate::pack::entry::ObjectId = checksum.try_into().map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err("pack_bitmap: checksum of 20 bytes")
-    })?;
     if [offsets.len(), bases.len(), oids.len(), name_hashes.len()]
         .iter()
         .any(|&l| l != n)
@@ -65,9 +66,7 @@ pub fn pack_bitmap<'py>(
             "pack_bitmap: columns differ in length, or a base or selected commit out of range",
         ));
     }
-    // Bitmaps are written for SHA-1 repositories only so far.
-    let pack = PackFile::open(&pack_path, false, crate::pack::object_id::HashAlgo::Sha1)
-        .map_err(to_py_err)?;
+    let pack = PackFile::open(&pack_path, false, algo).map_err(to_py_err)?;
     let outcome = py.detach(|| -> crate::error::Result<_> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads.max(1))
@@ -92,6 +91,7 @@ pub fn pack_bitmap<'py>(
             object_limit,
         )?;
         let objects = Objects {
+            algo,
             entries: &store.packs[0].entries,
             kinds,
             sorted_ids: &sorted_ids,

@@ -17,7 +17,7 @@ use crate::walk::index_file::{index_roots, IndexRoots};
 use crate::walk::odb::ObjectDb;
 use crate::walk::traverse::{walk, Root, WalkOptions, READ_AHEAD_FROM};
 
-/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+/// The native walk reads SHA-1 repositories only so far (a SHA-256 one is left to Git's walk).
 const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
 
 fn ids_of(b: &[u8]) -> PyResult<Vec<ObjectId>> {

@@ -19,23 +19,23 @@ use crate::write::object_check::check_objects;
 use crate::write::pack_writer::{write_pack, Plan};
 use crate::write::revlist::RevListParser;
 
-/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
-const HASH: HashAlgo = HashAlgo::Sha1;
-
 fn bad_plan(what: &str) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(format!("bad pack plan: {what}"))
 }
 
 /// Parses `git rev-list --objects` output fed in chunks.
 #[pyclass(module = "packorder._native")]
-#[derive(Default)]
 pub struct RevList(RevListParser);
 
 #[pymethods]
 impl RevList {
+    /// A parser of the ids of `object_format`.
     #[new]
-    fn new() -> Self {
-        RevList::default()
+    #[pyo3(signature = (object_format="sha1"))]
+    fn new(object_format: &str) -> PyResult<Self> {
+        Ok(RevList(RevListParser::new(arrays::hash_named(
+            object_format,
+        )?)))
     }
 
     fn feed(&mut self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
@@ -65,7 +65,8 @@ impl RevList {
     /// (ids, name hashes as native u32s, has-name flags, missing ids).
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         self.0.finish().map_err(to_py_err)?;
-        let p = std::mem::take(&mut self.0);
+        let algo = self.0.algo;
+        let p = std::mem::replace(&mut self.0, RevListParser::new(algo));
         let oids = concat(&p.oids);
         let hashes = bytes_of(&p.name_hashes, u32::to_ne_bytes);
         let named: Vec<u8> = p.has_name.iter().map(|&b| u8::from(b)).collect();
@@ -109,11 +110,11 @@ pub struct PackWriter {
 #[pymethods]
 impl PackWriter {
     /// sources: [(path, offsets u64, ends u64, header_lens u8, kinds u8, sizes u64, bases i64,
-    /// crcs u32)], arrays native-endian in pack order. Plan columns: how u8, src u32, pos u64,
-    /// base i64, kinds u8, oids (20 bytes each); loose: paths; new_deltas: bytes each;
-    /// threads: how many compress the entries the plan produces.
+    /// crcs u32, hash)], arrays native-endian in pack order. Plan columns: how u8, src u32, pos
+    /// u64, base i64, kinds u8, oids (ids of `object_format`); loose: paths; new_deltas: bytes
+    /// each; threads: how many compress the entries the plan produces.
     #[new]
-    #[pyo3(signature = (sources, how, src, pos, base, kinds, oids, loose, new_deltas, ref_delta, level, object_limit, threads))]
+    #[pyo3(signature = (sources, how, src, pos, base, kinds, oids, loose, new_deltas, ref_delta, level, object_limit, threads, object_format="sha1"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         sources: Vec<SourceArgs<'_>>,
@@ -129,7 +130,9 @@ impl PackWriter {
         level: u32,
         object_limit: u64,
         threads: usize,
+        object_format: &str,
     ) -> PyResult<Self> {
+        let algo = arrays::hash_named(object_format)?;
         let srcs = sources
             .into_iter()
             .map(arrays::source)
@@ -140,7 +143,8 @@ impl PackWriter {
             pos: u64s(pos),
             base: i64s(base),
             kinds: kinds.to_vec(),
-            oids: id_column(oids, "plan ids")?,
+            oids: ids_column(algo, oids, "plan ids")?,
+            algo,
             loose,
             new_deltas: new_deltas.iter().map(|d| d.as_bytes().to_vec()).collect(),
             ref_delta,
@@ -255,9 +259,9 @@ impl ObjectCheck {
         object_limit: u64,
     ) -> PyResult<Self> {
         let source = arrays::source(pack)?;
+        let ids = ids_column(source.pack.algo, ids, "check ids")?;
         let store = Store::new(vec![source], Vec::new(), object_limit).map_err(to_py_err)?;
         let targets = u64s(targets);
-        let ids = id_column(ids, "check ids")?;
         if ids.len() != targets.len() || kinds.len() != targets.len() {
             return Err(bad_plan("check columns differ in length"));
         }
@@ -299,15 +303,15 @@ pub(crate) fn ids_column(algo: HashAlgo, b: &[u8], what: &str) -> PyResult<Vec<O
     })
 }
 
-/// `b`, concatenated ids of the repositories repacking reads, as object ids.
-pub(crate) fn id_column(b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
-    ids_column(HASH, b, what)
-}
-
-/// ids::sort_order over concatenated ids, as native i64s.
+/// ids::sort_order over concatenated ids of `object_format`, as native i64s.
 #[pyfunction]
-pub fn id_sort_order<'py>(py: Python<'py>, oids: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-    let oids = id_column(oids, "id_sort_order")?;
+#[pyo3(signature = (oids, object_format="sha1"))]
+pub fn id_sort_order<'py>(
+    py: Python<'py>,
+    oids: &[u8],
+    object_format: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let oids = ids_column(arrays::hash_named(object_format)?, oids, "id_sort_order")?;
     let out: Vec<u8> = py.detach(|| {
         crate::pack::ids::sort_order(&oids)
             .into_iter()
@@ -327,11 +331,19 @@ fn sorted_ids(algo: HashAlgo, b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
     Ok(ids)
 }
 
-/// ids::find over concatenated ids (`sorted` must be ascending), as native i64s.
+/// ids::find over concatenated ids of `object_format` (`sorted` must be ascending), as
+/// native i64s.
 #[pyfunction]
-pub fn find_ids<'py>(py: Python<'py>, sorted: &[u8], want: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-    let sorted = sorted_ids(HASH, sorted, "find_ids")?;
-    let want = id_column(want, "find_ids")?;
+#[pyo3(signature = (sorted, want, object_format="sha1"))]
+pub fn find_ids<'py>(
+    py: Python<'py>,
+    sorted: &[u8],
+    want: &[u8],
+    object_format: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let algo = arrays::hash_named(object_format)?;
+    let sorted = sorted_ids(algo, sorted, "find_ids")?;
+    let want = ids_column(algo, want, "find_ids")?;
     let out = py.detach(|| bytes_of(&crate::pack::ids::find(&sorted, &want), i64::to_ne_bytes));
     Ok(PyBytes::new(py, &out))
 }

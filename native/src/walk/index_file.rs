@@ -9,7 +9,7 @@ use crate::error::{PackError, Result};
 use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_TREE};
 use crate::walk::traverse::Root;
 
-/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+/// The native walk reads SHA-1 repositories only so far (a SHA-256 one is left to Git's walk).
 const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
 
 fn bad(path: &std::path::Path, what: &str) -> PackError {

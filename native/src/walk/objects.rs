@@ -5,7 +5,7 @@ use crate::error::{PackError, Result};
 use crate::pack::entry::{type_named, ObjectId};
 use crate::pack::hash::{hex, parse_hex};
 
-/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+/// The native walk reads SHA-1 repositories only so far (a SHA-256 one is left to Git's walk).
 const HASH: crate::pack::object_id::HashAlgo = crate::pack::object_id::HashAlgo::Sha1;
 const RAWSZ: usize = HASH.rawsz();
 

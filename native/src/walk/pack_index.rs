@@ -8,7 +8,7 @@ use crate::error::{PackError, Result};
 use crate::pack::entry::ObjectId;
 use crate::pack::source::PackFile;
 
-/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
+/// The native walk reads SHA-1 repositories only so far (a SHA-256 one is left to Git's walk).
 const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
 
 /// One pack and its index: ids sorted, the offset of each, and the offsets sorted (an entry

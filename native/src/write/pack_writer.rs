@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{encode_ofs, encode_type_size, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA};
+use crate::pack::entry::{
+    encode_ofs, encode_type_size, HashAlgo, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA,
+};
 use crate::pack::hash::FileChecksum;
 use crate::pack::object_read::{Reader, Store};
 use crate::pack::pack_entries::PackEntries;
@@ -17,10 +19,6 @@ use crate::progress::Progress;
 
 mod copy;
 use copy::{copy_entry, copy_read_entry, Batch};
-
-/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
-const HASH: crate::pack::object_id::HashAlgo = crate::pack::object_id::HashAlgo::Sha1;
-const RAWSZ: usize = HASH.rawsz();
 
 /// How one output entry is produced.
 pub const COPY_WHOLE: u8 = 0;
@@ -42,6 +40,8 @@ pub struct Plan {
     /// Object type (1-4) of the object the entry stands for.
     pub kinds: Vec<u8>,
     pub oids: Vec<ObjectId>,
+    /// The hash of the ids, and of the pack's trailer.
+    pub algo: HashAlgo,
     pub loose: Vec<PathBuf>,
     /// Delta data computed for this pack (NEW_DELTA), each applying to the entry's base.
     pub new_deltas: Vec<Vec<u8>>,
@@ -128,10 +128,10 @@ impl Out<'_> {
 fn hash_and_write(
     path: &Path,
     mut file: File,
+    mut sum: FileChecksum,
     chunks: mpsc::Receiver<Vec<u8>>,
     spare: mpsc::Sender<Vec<u8>>,
 ) -> Result<(File, FileChecksum)> {
-    let mut sum = FileChecksum::new(HASH);
     for mut chunk in chunks {
         sum.update(&chunk);
         file.write_all(&chunk).map_err(|e| {
@@ -251,7 +251,8 @@ pub fn write_pack(
     std::thread::scope(|scope| {
         let (to_disk, chunks) = mpsc::sync_channel(4);
         let (give_back, spare) = mpsc::channel();
-        let disk = scope.spawn(move || hash_and_write(path, file, chunks, give_back));
+        let checksum = FileChecksum::new(plan.algo);
+        let disk = scope.spawn(move || hash_and_write(path, file, checksum, chunks, give_back));
         let mut ready = Vec::with_capacity(threads);
         for t in 0..threads {
             let (tx, rx) = mpsc::sync_channel(PRODUCE_AHEAD);
@@ -367,7 +368,7 @@ fn write_entries(
         crcs.push(crc.finalize());
         progress.add(1);
     }
-    let size = out.at + RAWSZ as u64;
+    let size = out.at + plan.algo.rawsz() as u64;
     let (mut file, sum) = out.finish()?;
     let checksum = sum.finish();
     file.write_all(&checksum)

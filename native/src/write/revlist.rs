@@ -5,11 +5,9 @@
 use crate::error::{PackError, Result};
 use crate::pack::object_id::{HashAlgo, ObjectId};
 
-/// This part reads SHA-1 repositories only so far (SHA-256 ones are refused before it runs).
-const HASH: HashAlgo = HashAlgo::Sha1;
-
-#[derive(Default)]
 pub struct RevListParser {
+    /// The hash of the ids listed.
+    pub algo: HashAlgo,
     pending: Vec<u8>,
     pub oids: Vec<ObjectId>,
     pub name_hashes: Vec<u32>,
@@ -33,19 +31,31 @@ pub fn name_hash(name: &[u8]) -> u32 {
     hash
 }
 
-fn parse_hex(hex: &[u8], line: u64) -> Result<ObjectId> {
-    crate::pack::hash::parse_hex(HASH, hex)
+fn parse_hex(algo: HashAlgo, hex: &[u8], line: u64) -> Result<ObjectId> {
+    crate::pack::hash::parse_hex(algo, hex)
         .ok_or_else(|| PackError::general(format!("rev-list output line {line}: not an object id")))
 }
 
 impl RevListParser {
+    pub fn new(algo: HashAlgo) -> Self {
+        RevListParser {
+            algo,
+            pending: Vec::new(),
+            oids: Vec::new(),
+            name_hashes: Vec::new(),
+            has_name: Vec::new(),
+            missing: Vec::new(),
+            line: 0,
+        }
+    }
+
     fn parse_line(&mut self, line: &[u8]) -> Result<()> {
         self.line += 1;
         if line.is_empty() {
             return Ok(());
         }
         if line[0] == b'?' {
-            let id = parse_hex(&line[1..], self.line)?;
+            let id = parse_hex(self.algo, &line[1..], self.line)?;
             self.missing.push(id);
             return Ok(());
         }
@@ -53,7 +63,7 @@ impl RevListParser {
             Some(sp) => (&line[..sp], Some(&line[sp + 1..])),
             None => (line, None),
         };
-        self.oids.push(parse_hex(hex, self.line)?);
+        self.oids.push(parse_hex(self.algo, hex, self.line)?);
         self.name_hashes.push(name.map(name_hash).unwrap_or(0));
         self.has_name.push(name.is_some());
         Ok(())
@@ -119,7 +129,7 @@ mod tests {
         let text = b"0123456789abcdef0123456789abcdef01234567\n\
                      89abcdef0123456789abcdef0123456789abcdef src/main.c\n\
                      ?ffffffffffffffffffffffffffffffffffffffff\n";
-        let mut p = RevListParser::default();
+        let mut p = RevListParser::new(HashAlgo::Sha1);
         for chunk in text.chunks(7) {
             p.feed(chunk).unwrap();
         }
@@ -127,7 +137,21 @@ mod tests {
         assert_eq!(p.oids.len(), 2);
         assert_eq!(p.has_name, vec![false, true]);
         assert_eq!(p.name_hashes[1], name_hash(b"src/main.c"));
-        assert_eq!(p.missing, vec![ObjectId::of(HASH, &[0xff; 20])]);
+        assert_eq!(p.missing, vec![ObjectId::of(HashAlgo::Sha1, &[0xff; 20])]);
+    }
+
+    #[test]
+    fn sha256_ids_are_read_as_such() {
+        let mut p = RevListParser::new(HashAlgo::Sha256);
+        p.feed(&[b'a'; 64]).unwrap();
+        p.feed(b" dir/file\n").unwrap();
+        p.finish().unwrap();
+        assert_eq!(p.oids, vec![ObjectId::of(HashAlgo::Sha256, &[0xaa; 32])]);
+        let mut short = RevListParser::new(HashAlgo::Sha256);
+        assert!(short
+            .feed(&[b'a'; 41])
+            .and_then(|_| short.finish())
+            .is_err());
     }
 
     #[test]

@@ -1,0 +1,128 @@
+"""repack, gc, seekstats and experiment on SHA-256 repositories, with files and reftable refs:
+the objects kept, `git fsck --full` clean, the bitmap passing `git rev-list --test-bitmap`,
+the cruft pack read by Git's own gc."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitrepo import Repo, all_ids, build_history, git, git_env
+
+import packorder
+from packorder.orders.catalog import CATALOG
+
+
+@pytest.fixture(scope="module", params=["files", "reftable"])
+def source(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A bare SHA-256 repository in several packs and loose objects, with an unreachable
+    blob, refs of the given format."""
+    work = build_history(tmp_path_factory.mktemp("sha256-work") / "repo", commits=30, object_format="sha256")
+    bare = tmp_path_factory.mktemp(f"sha256-{request.param}") / "repo.git"
+    Repo(bare, bare=True, object_format="sha256", ref_format=request.param)
+    work.run("push", "-q", "--mirror", str(bare))
+    git(bare, "repack", "-d", "-q")
+    git(bare, "hash-object", "-w", "--stdin", input=b"unreachable object\n")
+    return bare
+
+
+def copy_of(source: Path, where: Path) -> Path:
+    dest = where / "repo.git"
+    shutil.copytree(source, dest)
+    return dest
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "packorder", *args], capture_output=True, env=git_env())
+
+
+def reachable(repo: Path) -> set[str]:
+    out = git(repo, "rev-list", "--objects", "--all", "--reflog").decode()
+    return {line.split()[0] for line in out.splitlines()}
+
+
+def test_the_fixture_is_sha256_with_its_ref_format(source: Path) -> None:
+    assert git(source, "rev-parse", "--show-object-format").decode().strip() == "sha256"
+    assert len(git(source, "rev-parse", "HEAD").decode().strip()) == 64
+    assert len(list((source / "objects" / "pack").glob("*.pack"))) >= 1
+
+
+@pytest.mark.parametrize("order", sorted(CATALOG))
+def test_repack_in_every_order_keeps_every_object(source: Path, tmp_path: Path, order: str) -> None:
+    repo = copy_of(source, tmp_path)
+    before = all_ids(repo)
+    proc = run_cli("repack", "-q", f"--order={order}", str(repo))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert all_ids(repo) == before
+    git(repo, "fsck", "--full", "--strict")
+    # One ordered pack and the cruft pack, in Git's SHA-256 formats.
+    assert len(list((repo / "objects" / "pack").glob("*.mtimes"))) == 1
+    git(repo, "verify-pack", *map(str, (repo / "objects" / "pack").glob("*.idx")))
+
+
+def test_new_deltas_ref_deltas_full_verification_and_the_bitmap(source: Path, tmp_path: Path) -> None:
+    repo = copy_of(source, tmp_path)
+    before = all_ids(repo)
+    proc = run_cli("repack", "-f", "--ref-delta", "--verify=full", "-b", "--json", str(repo))
+    assert proc.returncode == 0, proc.stderr.decode()
+    result = json.loads(proc.stdout)
+    assert result["new_deltas"] > 0 and result["bitmap"]
+    assert all_ids(repo) == before
+    git(repo, "fsck", "--full")
+    out = subprocess.run(
+        ["git", "-C", str(repo), "rev-list", "--test-bitmap", "HEAD"], capture_output=True, env=git_env()
+    )
+    assert out.returncode == 0 and b"OK!" in out.stdout + out.stderr, out.stderr.decode()
+
+
+def test_the_cruft_pack_expires_as_git_reads_it(source: Path, tmp_path: Path) -> None:
+    repo = copy_of(source, tmp_path)
+    kept = reachable(repo)
+    assert run_cli("repack", "-q", str(repo)).returncode == 0
+    assert len(all_ids(repo)) == len(kept) + 1  # the unreachable blob, in the cruft pack
+    # Git's gc reads our .mtimes and drops the expired object.
+    git(repo, "gc", "-q", "--prune=now")
+    assert all_ids(repo) == kept
+    git(repo, "fsck", "--full")
+    result = packorder.repack(repo, cruft_expiration="now")
+    assert result.unreachable_pruned == 0 and all_ids(repo) == kept
+
+
+def test_gc_and_a_repack_after_git_s(source: Path, tmp_path: Path) -> None:
+    repo = copy_of(source, tmp_path)
+    before = all_ids(repo)
+    assert run_cli("gc", "-q", str(repo)).returncode == 0
+    assert all_ids(repo) == before
+    git(repo, "gc", "-q")
+    assert run_cli("repack", "-q", "--order=history", str(repo)).returncode == 0
+    assert all_ids(repo) == before
+    git(repo, "fsck", "--full")
+
+
+def test_seekstats_reads_a_sha256_pack(source: Path, tmp_path: Path) -> None:
+    repo = copy_of(source, tmp_path)
+    assert run_cli("repack", "-q", str(repo)).returncode == 0
+    result = packorder.seekstats(repo, workload="log")
+    raw = result.view("raw")
+    assert raw is not None and raw.accesses > 30  # a commit, at least, read for each
+
+
+def test_experiment_and_its_simulator_on_a_sha256_repository(source: Path, tmp_path: Path) -> None:
+    result = packorder.experiment(
+        copy_of(source, tmp_path),
+        orders=["history", "as-is"],
+        workloads=["log"],
+        simulate=["recency"],
+        output_dir=tmp_path / "out",
+        runs=0,
+        keep=True,
+        work_dir=tmp_path / "work",
+    )
+    history = result.run("history")
+    git(history.git_dir, "fsck", "--full", "--no-dangling")
+    assert all_ids(history.git_dir) == all_ids(source)
+    assert result.simulated and result.report.is_file()
