@@ -10,6 +10,7 @@ packorder the same .rev).
 
     scripts/bench_index_pack.py PACK [PACK...] [--runs 5] [--threads N] [--git /usr/bin/git]
         [--libgit2] [--dulwich] [--gix PATH] [--other-runs N] [--index-arg=--strict ...] [--stdin]
+        [--object-format sha256]
 
 `--index-arg` passes an option to both `git index-pack` and `packorder index-pack` (for
 example --strict, the object checks a server runs on every push). Both run in an empty bare
@@ -140,7 +141,7 @@ def bench(pack: Path, runs: int, threads: int, gits: list[str], packorder: list[
         tools = others(pack, work, threads, args)
         extra = args.index_arg or []
         repo = work / "empty.git"
-        subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+        subprocess.run(["git", "init", "-q", "--bare", f"--object-format={args.object_format}", str(repo)], check=True)
         if extra:
             print(f"options given to both: {' '.join(extra)}")
 
@@ -207,6 +208,9 @@ def main() -> None:
     ap.add_argument("--other-runs", type=int, help="runs of those (default: --runs)")
     ap.add_argument("--index-arg", action="append", help="an option for both index-packs (repeatable)")
     ap.add_argument("--stdin", action="store_true", help="feed the pack on stdin into an empty repository")
+    ap.add_argument(
+        "--object-format", default="sha1", help="the packs' hash: the empty repository both index in has it (sha256)"
+    )
     args = ap.parse_args()
     script = shutil.which("packorder")
     packorder = [script] if script else [sys.executable, "-m", "packorder"]

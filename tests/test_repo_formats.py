@@ -1,4 +1,5 @@
-"""repack, gc, seekstats and experiment on SHA-256 repositories, with files and reftable refs:
+"""repack, gc, seekstats and experiment on the repositories Git 3.0 makes: SHA-256 object names
+with files or reftable refs, and SHA-1 with reftable (SHA-1 with files is every other test's):
 the objects kept, `git fsck --full` clean, the bitmap passing `git rev-list --test-bitmap`,
 the cruft pack read by Git's own gc."""
 
@@ -17,13 +18,16 @@ import packorder
 from packorder.orders.catalog import CATALOG
 
 
-@pytest.fixture(scope="module", params=["files", "reftable"])
+@pytest.fixture(
+    scope="module", params=[("sha256", "files"), ("sha256", "reftable"), ("sha1", "reftable")], ids="-".join
+)
 def source(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A bare SHA-256 repository in several packs and loose objects, with an unreachable
-    blob, refs of the given format."""
-    work = build_history(tmp_path_factory.mktemp("sha256-work") / "repo", commits=30, object_format="sha256")
-    bare = tmp_path_factory.mktemp(f"sha256-{request.param}") / "repo.git"
-    Repo(bare, bare=True, object_format="sha256", ref_format=request.param)
+    """A bare repository of the given object and ref formats, in several packs and loose
+    objects, with an unreachable blob."""
+    object_format, ref_format = request.param
+    work = build_history(tmp_path_factory.mktemp("formats-work") / "repo", commits=30, object_format=object_format)
+    bare = tmp_path_factory.mktemp(f"{object_format}-{ref_format}") / "repo.git"
+    Repo(bare, bare=True, object_format=object_format, ref_format=ref_format)
     work.run("push", "-q", "--mirror", str(bare))
     git(bare, "repack", "-d", "-q")
     git(bare, "hash-object", "-w", "--stdin", input=b"unreachable object\n")
@@ -45,9 +49,12 @@ def reachable(repo: Path) -> set[str]:
     return {line.split()[0] for line in out.splitlines()}
 
 
-def test_the_fixture_is_sha256_with_its_ref_format(source: Path) -> None:
-    assert git(source, "rev-parse", "--show-object-format").decode().strip() == "sha256"
-    assert len(git(source, "rev-parse", "HEAD").decode().strip()) == 64
+def test_the_fixture_has_its_formats(source: Path) -> None:
+    object_format = git(source, "rev-parse", "--show-object-format").decode().strip()
+    assert len(git(source, "rev-parse", "HEAD").decode().strip()) == {"sha1": 40, "sha256": 64}[object_format]
+    ref_format = git(source, "rev-parse", "--show-ref-format").decode().strip()
+    assert (object_format, ref_format) != ("sha1", "files")
+    assert (ref_format == "reftable") == (source / "reftable").is_dir()
     assert len(list((source / "objects" / "pack").glob("*.pack"))) >= 1
 
 
@@ -103,7 +110,7 @@ def test_gc_and_a_repack_after_git_s(source: Path, tmp_path: Path) -> None:
     git(repo, "fsck", "--full")
 
 
-def test_seekstats_reads_a_sha256_pack(source: Path, tmp_path: Path) -> None:
+def test_seekstats_reads_the_pack(source: Path, tmp_path: Path) -> None:
     repo = copy_of(source, tmp_path)
     assert run_cli("repack", "-q", str(repo)).returncode == 0
     result = packorder.seekstats(repo, workload="log")
@@ -111,7 +118,7 @@ def test_seekstats_reads_a_sha256_pack(source: Path, tmp_path: Path) -> None:
     assert raw is not None and raw.accesses > 30  # a commit, at least, read for each
 
 
-def test_experiment_and_its_simulator_on_a_sha256_repository(source: Path, tmp_path: Path) -> None:
+def test_experiment_and_its_simulator(source: Path, tmp_path: Path) -> None:
     result = packorder.experiment(
         copy_of(source, tmp_path),
         orders=["history", "as-is"],
