@@ -144,10 +144,10 @@ class Config:
         return parse_bool(self.values[name.lower()])
 
 
-def read_config(git_dir: Path | None, object_formats: tuple[str, ...] = ("sha1",)) -> Config:
+def read_config(git_dir: Path | None) -> Config:
     """Configuration visible from `git_dir` (system, global, repository), or outside a repo.
-    A repository whose hash is not among `object_formats` (what the command reads so far) is
-    refused, and so is one with a compatibility hash (its objects map to a second hash)."""
+    A repository with a compatibility hash (its objects named by a second hash too) is
+    refused: nothing here keeps that second name."""
     args = ["config", "--list", "-z"]
     proc = run(args, git_dir=git_dir, check=False)
     values: dict[str, str | None] = {}
@@ -167,14 +167,6 @@ def read_config(git_dir: Path | None, object_formats: tuple[str, ...] = ("sha1",
         raise RepositoryError(
             f"{git_dir} sets extensions.compatObjectFormat={compat}; "
             "packorder does not support repositories with a compatibility hash"
-        )
-    fmt = config.object_format
-    if fmt not in object_formats:
-        # This command's files would otherwise be read with the wrong id size and reported
-        # as corrupt.
-        raise RepositoryError(
-            f"{git_dir} uses {fmt} object names; this packorder command supports "
-            f"{' and '.join(object_formats)} repositories only"
         )
     return config
 

@@ -3,7 +3,10 @@
 `git init --object-format=sha256` repository through `git fast-import`, as Git's hash
 transition documents it, then `git repack -adf` there.
 
-    scripts/sha256_copy.py SOURCE DEST [--window 10 --depth 50]
+    scripts/sha256_copy.py SOURCE DEST [--window 10 --depth 50] [--object-format sha1]
+
+`--object-format sha1` makes the same copy in SHA-1: the like-for-like baseline (the same
+commits, trees and blobs, packed the same way) for comparing the two hashes.
 
 Two things fast-export alone cannot carry are mended in the stream, and counted on stderr:
 gitlinks (submodule commits are SHA-1 ids that name nothing in the copy: dropped), and blobs
@@ -27,9 +30,10 @@ def main() -> None:
     ap.add_argument("dest", type=Path)
     ap.add_argument("--window", type=int, default=10)
     ap.add_argument("--depth", type=int, default=50)
+    ap.add_argument("--object-format", default="sha256")
     args = ap.parse_args()
     env = {**os.environ, "GIT_NO_LAZY_FETCH": "1"}
-    subprocess.run(["git", "init", "-q", "--bare", "--object-format=sha256", str(args.dest)], check=True)
+    subprocess.run(["git", "init", "-q", "--bare", f"--object-format={args.object_format}", str(args.dest)], check=True)
     export = subprocess.Popen(
         ["git", "-C", str(args.source), "fast-export", "--all", "--no-data", "--signed-tags=strip", "--reencode=no"],
         stdout=subprocess.PIPE,

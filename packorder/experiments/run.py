@@ -88,10 +88,10 @@ def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | 
         progress(f"Copying the repository for {order}", 1, 1)
     if order == AS_IS:
         from packorder.format.layout import load
-        from packorder.format.object_format import FORMATS, named
+        from packorder.format.object_format import named
         from packorder.gitcmd import read_config
 
-        fmt = named(read_config(target, tuple(FORMATS)).object_format)
+        fmt = named(read_config(target).object_format)
         layouts = [load(p, fmt=fmt) for p in list_packs(target / "objects" / "pack")]
         size = sum(layout.pack_path.stat().st_size for layout in layouts)
         deltas = sum(int(layout.is_delta.sum()) for layout in layouts)
@@ -120,14 +120,13 @@ def _time(
     """Cold and warm wall times, untraced: each round runs every workload on every copy, the
     copies in turn (a different one first each round). With `read_limit`, cold runs read from
     the disk at its pace."""
-    from packorder.format.object_format import FORMATS
     from packorder.gitcmd import read_config
     from packorder.seek import runner, workloads
     from packorder.settings import delta_base_cache_limit
 
     built = {}
     for run in runs:
-        config = read_config(run.git_dir, tuple(FORMATS))
+        config = read_config(run.git_dir)
         limit = cache_limit or delta_base_cache_limit(config)
         for spec in specs:
             built[run.order, spec.name] = workloads.build(spec, run.git_dir, git, config, limit, run.git_dir)
@@ -229,7 +228,7 @@ def experiment(
     host; Linux, root, cgroup v1 blkio). `note` receives one-line messages (chosen paths,
     steps); `command` is quoted in the report."""
     from packorder.experiments.report import write_report
-    from packorder.format.object_format import FORMATS
+    from packorder.format.object_format import named
     from packorder.gitcmd import find_git_dir, read_config
     from packorder.seek import api
     from packorder.seek import workloads as workloads_mod
@@ -247,7 +246,7 @@ def experiment(
     if threshold <= 0 or near < 0:
         raise UsageError("the threshold must be positive and the near distance not negative")
     source = find_git_dir(repo)
-    read_config(source, tuple(FORMATS))  # refuses a repository packorder cannot read before copying it
+    named(read_config(source).object_format)  # refuses a repository packorder cannot read before copying it
     git_path = check_program(git, "the git binary to run workloads with")
     out = Path(output_dir)
     if out.exists() and not out.is_dir():

@@ -294,7 +294,7 @@ def index_pack(
     else:
         with contextlib.suppress(RepositoryError):
             git_dir = gitcmd.find_git_dir()
-    config = gitcmd.read_config(git_dir, tuple(object_formats.FORMATS))
+    config = gitcmd.read_config(git_dir)
     # As Git: --object-format names the pack's hash; without it, the repository's (SHA-1
     # outside one).
     fmt = object_formats.named(object_format or config.object_format)

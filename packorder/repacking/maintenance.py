@@ -166,7 +166,7 @@ def gc(
             warn(message)
 
     git_dir = gitcmd.find_git_dir(repo_path)
-    config = gitcmd.read_config(git_dir, tuple(object_formats.FORMATS))
+    config = gitcmd.read_config(git_dir)
     bare = config.get_bool("core.bare", git_dir.name != ".git")
     order = configured_order(config, order)
     if prune is KEEP_CONFIGURED:

@@ -202,7 +202,7 @@ def _open(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
     objects = git_dir / "objects"
     if not objects.is_dir():
         raise RepositoryError(f"{git_dir} has no objects directory")
-    return Snapshot(git_dir, lock, gitcmd.read_config(git_dir, tuple(object_formats.FORMATS)))
+    return Snapshot(git_dir, lock, gitcmd.read_config(git_dir))
 
 
 def _main_walk(snap: Snapshot, promisor: bool, in_commit_order: bool) -> ObjectWalk | native_walk.NativeWalk:

@@ -133,7 +133,7 @@ def measure(
     git_path = runner.check_program(git, "the git binary to run workloads with")
     spec = workloads.parse(workload, path, tuple(git_args))
     spec, _ = workloads.resolve(spec, git_dir)
-    config = read_config(git_dir, tuple(object_formats.FORMATS))
+    config = read_config(git_dir)
     if cache_limit is None:
         cache_limit = delta_base_cache_limit(config)
     cwd = Path(repo).resolve() if repo is not None else Path.cwd()
