@@ -17,6 +17,7 @@ from packorder.errors import CorruptPackError
 from packorder.format import idx as idx_format
 from packorder.format import pack as pack_format
 from packorder.format import rev as rev_format
+from packorder.format.object_format import SHA1, SHA256, ObjectFormat
 
 
 def reference_apply(base: bytes, delta: bytes) -> bytes | None:
@@ -134,6 +135,15 @@ def test_entry_headers_round_trip(kind: int, size: int, rel: int) -> None:
     assert pack_format.parse_entry_header(raw[:-1], offset) is None
 
 
+def test_a_ref_delta_base_is_an_id_of_the_packs_hash() -> None:
+    raw = type_size(7, 5) + b"\x22" * 32
+    parsed = pack_format.parse_entry_header(raw + b"x", 12, "sha256")
+    assert parsed is not None and parsed.base_id == b"\x22" * 32 and parsed.header_len == len(raw)
+    # Cut at 20 of its 32 bytes: a header that needs more, not a SHA-1 id.
+    assert pack_format.parse_entry_header(raw[:21], 12, "sha256") is None
+    assert pack_format.parse_entry_header(raw, 12).base_id == b"\x22" * 20
+
+
 def test_entry_header_errors() -> None:
     with pytest.raises(CorruptPackError):
         pack_format.parse_entry_header(bytes([0x50, 0]), 12)
@@ -141,7 +151,9 @@ def test_entry_header_errors() -> None:
         pack_format.parse_entry_header(type_size(6, 3) + ofs_varint(100), 50)
 
 
-def reference_idx_v2(names: list[bytes], crcs: list[int], offsets: list[int], checksum: bytes) -> bytes:
+def reference_idx_v2(
+    names: list[bytes], crcs: list[int], offsets: list[int], checksum: bytes, hash: str = "sha1"
+) -> bytes:
     out = bytearray(b"\xfftOc" + struct.pack(">I", 2))
     for b in range(256):
         out += struct.pack(">I", sum(1 for n in names if n[0] <= b))
@@ -159,24 +171,24 @@ def reference_idx_v2(names: list[bytes], crcs: list[int], offsets: list[int], ch
     for o in large:
         out += struct.pack(">Q", o)
     out += checksum
-    return bytes(out) + hashlib.sha1(out).digest()
+    return bytes(out) + hashlib.new(hash, out).digest()
 
 
 @settings(max_examples=100, deadline=None)
-@given(
-    st.lists(st.binary(min_size=20, max_size=20), max_size=60, unique=True),
-    st.data(),
-)
-def test_idx_v2_matches_reference_and_parses_back(names: list[bytes], data: st.DataObject) -> None:
-    names = sorted(names)
+@given(st.sampled_from([SHA1, SHA256]), st.data())
+def test_idx_v2_matches_reference_and_parses_back(fmt: ObjectFormat, data: st.DataObject) -> None:
+    ids = st.binary(min_size=fmt.rawsz, max_size=fmt.rawsz)
+    names = sorted(data.draw(st.lists(ids, max_size=60, unique=True)))
     n = len(names)
     offsets = data.draw(st.lists(st.integers(12, (1 << 40)), min_size=n, max_size=n))
     crcs = data.draw(st.lists(st.integers(0, (1 << 32) - 1), min_size=n, max_size=n))
-    checksum = hashlib.sha1(b"pack").digest()
+    checksum = hashlib.new(fmt.name, b"pack").digest()
     buf = io.BytesIO()
-    idx_format.write_v2(buf, b"".join(names), struct.pack(f">{n}I", *crcs), struct.pack(f"={n}Q", *offsets), checksum)
-    assert buf.getvalue() == reference_idx_v2(names, crcs, offsets, checksum)
-    parsed = idx_format.parse(buf.getvalue())
+    idx_format.write_v2(
+        buf, b"".join(names), struct.pack(f">{n}I", *crcs), struct.pack(f"={n}Q", *offsets), checksum, fmt=fmt
+    )
+    assert buf.getvalue() == reference_idx_v2(names, crcs, offsets, checksum, fmt.name)
+    parsed = idx_format.parse(buf.getvalue(), fmt=fmt)
     assert parsed.version == 2 and parsed.count == n
     assert [int(o) for o in parsed.offsets] == offsets
     assert [parsed.name(i) for i in range(n)] == names

@@ -11,7 +11,6 @@ from packorder.native_call import pack_errors
 
 PACK_MAGIC = b"PACK"
 HEADER_LEN = 12
-RAWSZ = 20
 
 OBJ_COMMIT, OBJ_TREE, OBJ_BLOB, OBJ_TAG = 1, 2, 3, 4
 OBJ_OFS_DELTA, OBJ_REF_DELTA = 6, 7
@@ -46,10 +45,11 @@ def entry_header(kind: int, size: int, ofs_distance: int | None = None) -> bytes
     return _native.encode_entry_header(kind, size, ofs_distance)
 
 
-def parse_entry_header(buf: bytes, offset: int) -> EntryHeader | None:
-    """Parse the header of the entry at pack offset `offset`; None if `buf` is too short."""
+def parse_entry_header(buf: bytes, offset: int, object_format: str = "sha1") -> EntryHeader | None:
+    """Parse the header of the entry at pack offset `offset` of a pack of `object_format`;
+    None if `buf` is too short."""
     with pack_errors():
-        parsed = _native.parse_entry_header(buf, offset)
+        parsed = _native.parse_entry_header(buf, offset, object_format)
     return None if parsed is None else EntryHeader(*parsed)
 
 
