@@ -55,6 +55,8 @@ pub struct Graph {
     /// What each reading task produced, kept as it is (copying it into one store would hold
     /// it twice at the peak).
     parts: Vec<Rows>,
+    /// The hash of the ids it names.
+    algo: HashAlgo,
 }
 
 /// A chunk: (part, number within the part).
@@ -82,10 +84,7 @@ impl Graph {
             .outside
             .iter()
             .find(|&&(k, _)| k == c.1)
-            .map_or(
-                ObjectId::null(crate::pack::object_id::HashAlgo::Sha1),
-                |&(_, id)| id,
-            )
+            .map_or(ObjectId::null(self.algo), |&(_, id)| id)
     }
 
     /// Edge targets stored, and edges named (with repeats), for reports and tests.
@@ -372,6 +371,7 @@ pub fn read_graph(store: &Store, objects: &Objects<'_>, pool: &rayon::ThreadPool
         lo: vec![0; n],
         hi: vec![0; n],
         parts: families,
+        algo: objects.algo,
     };
     for (p, rows) in graph.parts.iter_mut().enumerate() {
         let mut from = 0;
