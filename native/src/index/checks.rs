@@ -52,7 +52,7 @@ pub fn check_again(
             delta: false,
             offset: table.entries.offsets[i],
         };
-        check.check(seen, kind, &table.oids[i], &data);
+        check.check(seen, kind, &table.oids.get(i), &data);
     }
     Ok(())
 }
@@ -72,7 +72,7 @@ pub fn finish(
     for offset in check.take_deferred() {
         if let Ok(i) = offsets.binary_search(&offset) {
             let data = entries.read(i as u32)?;
-            check.check(seen_at(i), table.real_kinds[i], &table.oids[i], &data);
+            check.check(seen_at(i), table.real_kinds[i], &table.oids.get(i), &data);
         }
     }
     let mut outside = Vec::new();

@@ -20,7 +20,7 @@ pub struct Entries<'a> {
 impl<'a> Entries<'a> {
     pub fn new(pack: &'a PackFile, table: &'a Table, object_limit: u64) -> Self {
         let mut by_id: Vec<u32> = (0..table.len() as u32).collect();
-        by_id.sort_unstable_by_key(|&i| table.oids[i as usize]);
+        by_id.sort_unstable_by(|&a, &b| table.oids.raw(a as usize).cmp(table.oids.raw(b as usize)));
         Entries {
             pack,
             table,
@@ -33,7 +33,7 @@ impl<'a> Entries<'a> {
     pub fn find(&self, id: &ObjectId) -> Option<u32> {
         let at = self
             .by_id
-            .binary_search_by(|&i| self.table.oids[i as usize].cmp(id))
+            .binary_search_by(|&i| self.table.oids.raw(i as usize).cmp(id))
             .ok()?;
         Some(self.by_id[at])
     }
@@ -43,8 +43,8 @@ impl<'a> Entries<'a> {
         let oids = &self.table.oids;
         self.by_id
             .windows(2)
-            .find(|w| oids[w[0] as usize] == oids[w[1] as usize])
-            .map(|w| oids[w[0] as usize])
+            .find(|w| oids.raw(w[0] as usize) == oids.raw(w[1] as usize))
+            .map(|w| oids.get(w[0] as usize))
     }
 
     /// Entry `entry`'s object.

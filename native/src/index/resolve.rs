@@ -31,8 +31,9 @@ use crate::fsck::{Checker, Seen};
 use crate::index::retain::{Base, Gate, KeptBases, Ticket};
 use crate::index::table::{ref_children, Table};
 use crate::pack::delta::{apply_delta_into, delta_sizes};
-use crate::pack::entry::{is_delta, ObjectId};
+use crate::pack::entry::{is_delta, HashAlgo, ObjectId, MAX_RAWSZ};
 use crate::pack::hash::object_id;
+use crate::pack::object_id::IdColumn;
 use crate::pack::source::PackFile;
 use crate::progress::Progress;
 
@@ -93,6 +94,46 @@ impl<T: Copy> Disjoint<T> {
         // SAFETY: in bounds; index i was written before this reader was spawned.
         unsafe { self.ptr.add(i).read() }
     }
+
+    /// `set` of `values.len()` consecutive indexes from `at`.
+    fn set_run(&self, at: usize, values: &[T]) {
+        assert!(at + values.len() <= self.len);
+        // SAFETY: in bounds, as `set`; the run is the claiming task's alone.
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.ptr.add(at), values.len()) }
+    }
+
+    /// `get` of `out.len()` consecutive indexes from `at`.
+    fn get_run(&self, at: usize, out: &mut [T]) {
+        assert!(at + out.len() <= self.len);
+        // SAFETY: in bounds, as `get`; written before this reader was spawned.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(at), out.as_mut_ptr(), out.len()) }
+    }
+}
+
+/// The table's id column, written an id at a time by the task that resolved it.
+struct DisjointIds {
+    algo: HashAlgo,
+    bytes: Disjoint<u8>,
+}
+
+impl DisjointIds {
+    fn new(ids: &mut IdColumn) -> Self {
+        DisjointIds {
+            algo: ids.algo(),
+            bytes: Disjoint::new(ids.as_mut_bytes()),
+        }
+    }
+
+    fn set(&self, i: usize, id: ObjectId) {
+        self.bytes.set_run(i * self.algo.rawsz(), &id);
+    }
+
+    fn get(&self, i: usize) -> ObjectId {
+        let n = self.algo.rawsz();
+        let mut raw = [0u8; MAX_RAWSZ];
+        self.bytes.get_run(i * n, &mut raw[..n]);
+        ObjectId::of(self.algo, &raw[..n])
+    }
 }
 
 /// What resolving one delta left to do.
@@ -106,7 +147,7 @@ struct Resolved<'g> {
 struct Resolver<'a> {
     pack: &'a PackFile,
     table: &'a Table,
-    oids: Disjoint<ObjectId>,
+    oids: DisjointIds,
     real_kinds: Disjoint<u8>,
     shape: Option<Disjoint<u32>>,
     claimed: Vec<AtomicBool>,
@@ -419,7 +460,7 @@ pub fn resolve(
         let r = Resolver {
             pack,
             table,
-            oids: Disjoint::new(&mut oids),
+            oids: DisjointIds::new(&mut oids),
             real_kinds: Disjoint::new(&mut real_kinds),
             shape: opts.shape.then(|| Disjoint::new(&mut shape)),
             claimed,

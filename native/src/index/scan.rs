@@ -98,13 +98,13 @@ fn scan_region(
     progress: &Progress,
 ) -> Region {
     let mut scanner = new_scanner(pack, limit, opts);
-    let mut table = Table::default();
+    let mut table = Table::new(pack.algo);
     // Sized up front: growing by reallocation leaves the old blocks behind as heap fragments.
     table.reserve(expected);
     let mut at = start;
     let mut error = None;
     while at < stop && at < limit {
-        if table.len() % 4096 == 0 {
+        if table.len().is_multiple_of(4096) {
             if let Err(e) = progress.check_cancelled() {
                 error = Some(e);
                 break;
@@ -228,7 +228,7 @@ fn scan_as(pack: &PackFile, opts: &ScanOptions, progress: &Progress) -> Result<S
             .map(|h| {
                 h.join().unwrap_or_else(|_| Region {
                     start: PACK_HEADER_LEN,
-                    table: Table::default(),
+                    table: Table::new(pack.algo),
                     end: PACK_HEADER_LEN,
                     error: Some(PackError::general("internal error: a scan thread failed")),
                 })
@@ -301,7 +301,7 @@ fn stitch(
     let mut dropped = Vec::new();
     // The first region starts at the first entry: its table becomes the result, uncopied.
     let Some(first) = regions.next() else {
-        return Ok((Table::default(), PACK_HEADER_LEN, dropped));
+        return Ok((Table::new(pack.algo), PACK_HEADER_LEN, dropped));
     };
     let mut table = first.table;
     let mut cur = first.end;

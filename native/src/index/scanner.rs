@@ -115,7 +115,8 @@ impl<'a> Scanner<'a> {
         if let BaseRef::Id(id) = h.base {
             out.ref_bases.push((id, idx));
         }
-        out.oids.push(oid.unwrap_or(ObjectId::null(self.pack.algo)));
+        out.oids
+            .push(&oid.unwrap_or(ObjectId::null(self.pack.algo)));
         out.real_kinds
             .push(if is_delta(h.kind) { 0 } else { h.kind });
         Ok(offset + h.header_len as u64 + used)

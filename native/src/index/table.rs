@@ -2,7 +2,8 @@
 //! an entry, so ten million entries stay well under a gigabyte.
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{is_delta, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA};
+use crate::pack::entry::{is_delta, HashAlgo, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA};
+use crate::pack::object_id::IdColumn;
 use crate::pack::pack_entries::Entries;
 
 /// A pack being indexed: its entries (filled while scanning; `entries.bases` stays empty, the
@@ -16,7 +17,7 @@ pub struct Table {
     /// For REF_DELTA entries: (base id, entry index).
     pub ref_bases: Vec<(ObjectId, u32)>,
     /// Object ids: known after pass 1 for whole objects, after resolution for deltas.
-    pub oids: Vec<ObjectId>,
+    pub oids: IdColumn,
     /// The object's type once known (1-4), 0 while unresolved.
     pub real_kinds: Vec<u8>,
     /// When asked for: each delta's base entry as resolved (u32::MAX for a whole object).
@@ -24,6 +25,14 @@ pub struct Table {
 }
 
 impl Table {
+    /// An empty table of a pack whose ids are of `algo`.
+    pub fn new(algo: HashAlgo) -> Self {
+        Table {
+            oids: IdColumn::new(algo),
+            ..Table::default()
+        }
+    }
+
     /// With the shape recorded: each entry's delta depth (0 for a whole object).
     pub fn delta_depths(&self) -> Vec<u32> {
         let mut depth = vec![u32::MAX; self.shape.len()];
@@ -90,7 +99,7 @@ impl Table {
             .crcs
             .extend_from_slice(&other.entries.crcs[from..]);
         self.ofs_bases.extend_from_slice(&other.ofs_bases[from..]);
-        self.oids.extend_from_slice(&other.oids[from..]);
+        self.oids.extend_from(&other.oids, from);
         self.real_kinds.extend_from_slice(&other.real_kinds[from..]);
         for &(id, idx) in &other.ref_bases {
             if idx as usize >= from {

@@ -39,7 +39,7 @@ pub fn append_object(
     table.entries.header_lens.push(header_len as u8);
     table.entries.sizes.push(data.len() as u64);
     table.entries.crcs.push(crc32fast::hash(&entry));
-    table.oids.push(oid);
+    table.oids.push(&oid);
     table.real_kinds.push(kind);
     table.entries.data_end = offset + entry.len() as u64;
     pack.len = table.entries.data_end;

@@ -136,6 +136,76 @@ impl fmt::Debug for ObjectId {
     }
 }
 
+/// A column of ids of one hash, each at its own size: a table of a pack's objects holds one
+/// id an entry, and `ObjectId`'s room for the longest hash would add 13 bytes to every SHA-1
+/// id (measured: 3-5 MiB more at index-pack's peak on libgit2, whose scan holds two copies
+/// while it joins its threads' tables).
+#[derive(Clone, Debug, Default)]
+pub struct IdColumn {
+    algo: HashAlgo,
+    bytes: Vec<u8>,
+}
+
+impl IdColumn {
+    pub fn new(algo: HashAlgo) -> Self {
+        IdColumn {
+            algo,
+            bytes: Vec::new(),
+        }
+    }
+
+    pub fn algo(&self) -> HashAlgo {
+        self.algo
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.algo.rawsz()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Id `i`'s bytes.
+    pub fn raw(&self, i: usize) -> &[u8] {
+        let n = self.algo.rawsz();
+        &self.bytes[i * n..(i + 1) * n]
+    }
+
+    pub fn get(&self, i: usize) -> ObjectId {
+        ObjectId::of(self.algo, self.raw(i))
+    }
+
+    /// Append `id`, an id of this column's hash.
+    pub fn push(&mut self, id: &ObjectId) {
+        debug_assert_eq!(id.algo(), self.algo);
+        self.bytes.extend_from_slice(id);
+    }
+
+    pub fn reserve_exact(&mut self, n: usize) {
+        self.bytes.reserve_exact(n * self.algo.rawsz());
+    }
+
+    pub fn truncate(&mut self, n: usize) {
+        self.bytes.truncate(n * self.algo.rawsz());
+    }
+
+    /// Append the ids `from..` of `other`.
+    pub fn extend_from(&mut self, other: &IdColumn, from: usize) {
+        self.bytes
+            .extend_from_slice(&other.bytes[from * other.algo.rawsz()..]);
+    }
+
+    /// Every id, one after another.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn as_mut_bytes(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+}
+
 /// Ids of `algo` given as concatenated bytes (Python's columns); None if the length is not a
 /// whole number of them.
 pub fn ids_of(algo: HashAlgo, raw: &[u8]) -> Option<Vec<ObjectId>> {

@@ -18,7 +18,7 @@ use crate::index::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES}
 use crate::index::table::Table;
 use crate::pack::entry::{is_delta, ObjectId, OBJ_COMMIT, OBJ_TAG};
 use crate::pack::hash::object_id;
-use crate::pack::object_id::{concat, ids_of};
+use crate::pack::object_id::ids_of;
 use crate::pack::source::PackFile;
 use crate::progress::{Progress, PHASE_RESOLVING};
 use crate::python::arrays::{bytes_of, hash_named};
@@ -396,8 +396,10 @@ impl PackIndexer {
             crate::trim_heap();
             let mut order: Vec<u32> = (0..n as u32).collect();
             order.par_sort_unstable_by(|&a, &b| {
-                table.oids[a as usize]
-                    .cmp(&table.oids[b as usize])
+                table
+                    .oids
+                    .raw(a as usize)
+                    .cmp(table.oids.raw(b as usize))
                     .then(a.cmp(&b))
             });
             order
@@ -406,7 +408,7 @@ impl PackIndexer {
         let rawsz = st.pack.algo.rawsz();
         let names = PyBytes::new_with(py, n * rawsz, |buf| {
             for (chunk, &i) in buf.chunks_exact_mut(rawsz).zip(&order) {
-                chunk.copy_from_slice(&table.oids[i as usize]);
+                chunk.copy_from_slice(table.oids.raw(i as usize));
             }
             Ok(())
         })?;
@@ -438,13 +440,13 @@ impl PackIndexer {
         let table = st.table.as_ref().ok_or_else(not_scanned)?;
         let offsets = bytes_of(&table.entries.offsets, u64::to_ne_bytes);
         let sizes = bytes_of(&table.entries.sizes, u64::to_ne_bytes);
-        let ids = concat(&table.oids);
+        let ids = table.oids.as_bytes();
         let items = [
             PyBytes::new(py, &offsets),
             PyBytes::new(py, &table.entries.kinds),
             PyBytes::new(py, &table.real_kinds),
             PyBytes::new(py, &sizes),
-            PyBytes::new(py, &ids),
+            PyBytes::new(py, ids),
         ];
         pyo3::types::PyTuple::new(py, items)
     }
