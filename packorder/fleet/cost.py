@@ -1,0 +1,45 @@
+"""What a repack of a repository will cost, from its object count and bytes alone: the
+estimate triage prints, the fleet's budget spends, and the memory limit of the repack's
+process is taken from.
+
+The coefficients are least-squares fits to repacks of generated repositories measured by
+scripts/bench_fleet.py on this project's 2-core test machine (docs/fleet.md): a repack is a
+process start (Python, numpy and the core loaded, Git's walk started) plus a cost per object
+(walk, enumeration, order, index) plus a cost per byte (copy, CRC, verification). Memory
+likewise: the process, plus per object (the tables) and per pack byte (mapped sources).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+START_SECONDS = 0.45
+SECONDS_PER_OBJECT = 12e-6
+SECONDS_PER_BYTE = 4e-9
+
+START_BYTES = 90 << 20
+BYTES_PER_OBJECT = 400
+BYTES_PER_PACK_BYTE = 0.6
+
+# The memory limit is an address-space limit (RLIMIT_AS): thread stacks, the allocator's
+# arenas and the mapped core reserve far more than they touch, so the limit is a multiple
+# of the estimated resident peak, never below a floor at which a repack of an empty
+# repository still starts.
+ADDRESS_SPACE_FACTOR = 4
+ADDRESS_SPACE_FLOOR = 2 << 30
+
+
+@dataclass
+class Cost:
+    seconds: float
+    peak_bytes: int
+
+
+def estimate(objects: int, stored_bytes: int) -> Cost:
+    seconds = START_SECONDS + SECONDS_PER_OBJECT * objects + SECONDS_PER_BYTE * stored_bytes
+    peak = START_BYTES + BYTES_PER_OBJECT * objects + BYTES_PER_PACK_BYTE * stored_bytes
+    return Cost(seconds, int(peak))
+
+
+def address_space_limit(cost: Cost) -> int:
+    return max(ADDRESS_SPACE_FLOOR, ADDRESS_SPACE_FACTOR * cost.peak_bytes)
