@@ -137,3 +137,119 @@ def status_cmd(
         for t in result.repositories:
             if t.error:
                 click.echo(f"{t.path}: {t.error}")
+
+
+class FleetLine:
+    """The fleet's progress on one line of stderr, rewritten in place."""
+
+    def __init__(self) -> None:
+        self.shown = False
+
+    def __call__(self, counts: Any) -> None:
+        left = counts.total - counts.done - counts.failed
+        sys.stderr.write(
+            f"\rRepacking repositories: {counts.done} done, {counts.failed} failed, {counts.running} running, "
+            f"{left} left, about {counts.seconds_left / 60:.0f} min left   "
+        )
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+@fleet_cmd.command("repack", context_settings=CONTEXT)
+@with_sources
+@click.option(
+    "--results",
+    "results_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append a JSON line a repository to FILE (default: packorder-fleet.jsonl).",
+)
+@click.option(
+    "--resume",
+    "resume_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Skip the repositories RESULTS records as done, and append to it.",
+)
+@click.option("--scheduler", metavar="ADDRESS", help="Run on the Dask cluster of this scheduler (default: a local one).")
+@click.option("--workers", type=click.IntRange(min=1), help="Workers of the local cluster (default: one per core).")
+@click.option("--min-gain", type=float, metavar="POINTS", help="Repack only for this predicted gain or more.")
+@click.option("--max-hours", type=click.FloatRange(min=0), help="Leave out repositories estimated to take longer.")
+@click.option("--budget", type=click.FloatRange(min=0), metavar="HOURS", help="Stop choosing once this is spent.")
+@click.option(
+    "--batch-seconds",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="Group small repositories into tasks of this estimated time.",
+)
+@click.option("--timeout", type=click.FloatRange(min=1), help="Seconds before one repack is stopped (default: 20x est.).")
+@quiet_option
+@click.option("--json", "as_json", is_flag=True, help="Print the run's summary as JSON.")
+@click.pass_context
+@guarded
+def repack_cmd(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    list_file: Path | None,
+    order: str | None,
+    results_file: Path | None,
+    resume_file: Path | None,
+    scheduler: str | None,
+    workers: int | None,
+    min_gain: float | None,
+    max_hours: float | None,
+    budget: float | None,
+    batch_seconds: float,
+    timeout: float | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Repack the repositories at or under PATHS (and --from FILE) worth it, on a Dask
+    cluster, each in a process of its own; one JSON line a repository in the results."""
+    from packorder.fleet.cluster import repack
+
+    if not paths and list_file is None:
+        raise click.UsageError("name repositories or roots to search, or --from FILE", ctx)
+    if results_file is not None and resume_file is not None and results_file != resume_file:
+        raise click.UsageError("--resume FILE appends to FILE: drop --results or name the same file", ctx)
+    line = FleetLine() if not quiet and sys.stderr.isatty() else None
+
+    def announce(address: str) -> None:
+        if not quiet:
+            click.echo(f"Dask dashboard: {address}", err=True)
+
+    try:
+        run = repack(
+            paths,
+            results=resume_file or results_file or Path("packorder-fleet.jsonl"),
+            list_file=list_file,
+            resume=resume_file is not None,
+            scheduler=scheduler,
+            workers=workers,
+            order=order,
+            min_gain=min_gain,
+            max_hours=max_hours,
+            budget_hours=budget,
+            batch_seconds=batch_seconds,
+            timeout=timeout,
+            progress=line,
+            announce=announce,
+        )
+    finally:
+        if line is not None:
+            line.close()
+    for problem in run.problems:
+        warn(problem)
+    if as_json:
+        print_json(run)
+    elif not quiet:
+        click.echo(
+            f"{run.done} repacked, {run.failed} failed, {run.skipped} skipped"
+            + (f", {run.resumed} done before" if run.resumed else "")
+            + f" of {run.repositories} repositories, in {run.tasks} tasks on {run.workers} workers "
+            f"({run.seconds:.1f} s); results in {run.results}"
+        )

@@ -108,6 +108,12 @@ def _kept(pack: Path) -> bool:
     return any(pack.with_suffix(s).exists() for s in KEPT_SUFFIXES)
 
 
+def footprint(git_dir: Path) -> tuple[int, int]:
+    """Packs, and the bytes of the packs and loose objects: what a repack changes."""
+    packs = list_packs(git_dir / "objects" / "pack")
+    return len(packs), sum(p.stat().st_size for p in packs) + _loose(git_dir / "objects")[1]
+
+
 def _loose(objects_dir: Path) -> tuple[int, int]:
     """Loose objects and their bytes (as stored, compressed)."""
     ids = loose_ids(objects_dir)
