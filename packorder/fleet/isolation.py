@@ -15,6 +15,7 @@ import ctypes
 import json
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -24,8 +25,10 @@ from typing import Any
 from packorder.fleet import results
 from packorder.fleet.discovery import is_git_dir
 from packorder.fleet.triage import footprint
+from packorder.repacking import lock as lock_mod
 
 TERM_GRACE = 10.0  # seconds between SIGTERM and SIGKILL
+ZOMBIE_WAIT = 10.0  # seconds to wait for a killed holder of gc.pid to be reaped
 PR_SET_PDEATHSIG = 1
 
 
@@ -49,6 +52,7 @@ def repack_one(
         record["error"] = "no repository there any more" if not path.exists() else "not a git repository"
         return record
     record["packs_before"], record["bytes_before"] = footprint(path)
+    _await_reaping(path)
     argv = [sys.executable, "-m", "packorder", "repack", "--json", "--order", order, *extra_args, git_dir]
     started = time.perf_counter()
     child = subprocess.Popen(
@@ -83,6 +87,27 @@ def repack_one(
     if path.exists():
         record["packs_after"], record["bytes_after"] = footprint(path)
     return record
+
+
+def _await_reaping(git_dir: Path) -> None:
+    """A repack killed with its worker is a zombie until init reaps it, and a zombie counts
+    as alive to the lock's rule (it answers kill(pid, 0)): the task's retry, started at once
+    on another worker, would find the repository locked by the very run it replaces. Wait
+    for the reaping (milliseconds), not for a live holder."""
+    holder = lock_mod.read_holder(git_dir / lock_mod.GC_PID)
+    if holder is None or holder.host != socket.gethostname():
+        return
+    deadline = time.monotonic() + ZOMBIE_WAIT
+    while _zombie(holder.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
 
 
 def _json(out: bytes) -> dict[str, Any]:
