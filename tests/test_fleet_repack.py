@@ -27,6 +27,7 @@ from distributed import Client, LocalCluster  # noqa: E402
 import packorder  # noqa: E402
 import packorder.fleet  # noqa: E402
 from packorder.fleet import results as results_mod  # noqa: E402
+from packorder.fleet.summary import report  # noqa: E402
 from packorder.repacking import lock as lock_mod  # noqa: E402
 
 
@@ -136,6 +137,25 @@ def test_thirty_repositories_on_two_workers_then_resume(fleet: dict[str, Path], 
     ]
     assert (again.resumed, again.done, again.failed) == (27, 1, 1)
     assert results_mod.finished(results) >= {str(fleet["locked"])}
+
+    # The report counts each repository by its last record.
+    summary = report(results)
+    last = {r["path"]: r for r in records + new}
+    done = [r for r in last.values() if r["status"] == "done"]
+    assert (summary.repositories, summary.done, summary.failed, summary.skipped) == (30, 28, 2, 0)
+    assert summary.bytes_before == sum(r["bytes_before"] for r in done) > 0
+    assert summary.bytes_after == sum(r["bytes_after"] for r in done)
+    assert summary.hours == pytest.approx(sum(r.get("seconds", 0) for r in last.values()) / 3600)
+    assert set(summary.errors) == {str(fleet["corrupt"]), str(fleet["vanishing"])}
+    code = "from packorder.cli.launch import main; main()"
+    png = tmp_path / "fleet.png"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "fleet", "report", str(results), "--plot", str(png)], capture_output=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    table = {" ".join(line.split()[:-1]): line.split()[-1] for line in proc.stdout.decode().splitlines()[1:]}
+    assert (table["repacked"], table["failed"], table["skipped"]) == ("28", "2", "0")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_worker_killed_mid_task_leaves_the_repository_valid_and_the_task_runs_again(tmp_path: Path) -> None:

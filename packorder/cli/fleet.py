@@ -253,3 +253,37 @@ def repack_cmd(
             + f" of {run.repositories} repositories, in {run.tasks} tasks on {run.workers} workers "
             f"({run.seconds:.1f} s); results in {run.results}"
         )
+
+
+@fleet_cmd.command("report", context_settings=CONTEXT)
+@click.argument("results", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), help="Draw it in FILE.png.")
+@click.option("--json", "as_json", is_flag=True, help="Print the sums as JSON.")
+@guarded
+def report_cmd(results: Path, plot_file: Path | None, as_json: bool) -> None:
+    """Sum up a fleet run's RESULTS: repositories repacked, failed and skipped, bytes before
+    and after, hours spent, predicted locality before and after."""
+    from packorder.fleet.summary import plot, report
+
+    summary = report(results)
+    if plot_file is not None:
+        plot(results, plot_file)
+    if as_json:
+        print_json(summary)
+        return
+    saved = summary.bytes_before - summary.bytes_after
+    rows = [
+        ["repositories", str(summary.repositories)],
+        ["repacked", str(summary.done)],
+        ["failed", str(summary.failed)],
+        ["skipped", str(summary.skipped)],
+        ["bytes before", human_size(summary.bytes_before)],
+        ["bytes after", human_size(summary.bytes_after)],
+        ["bytes saved", ("-" if saved < 0 else "") + human_size(abs(saved))],
+        ["hours spent", f"{summary.hours:.3f}"],
+        ["predicted share before", _share(summary.share_before)],
+        ["predicted share after", _share(summary.share_after)],
+    ]
+    click.echo(table(["", "fleet"], rows))
+    for path, error in summary.errors.items():
+        click.echo(f"failed: {path}: {error}")
