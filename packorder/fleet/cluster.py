@@ -55,7 +55,9 @@ class FleetRun:
     workers: int
     dashboard: str | None
     problems: list[str]
-    seconds: float
+    seconds: float  # in all
+    triage_seconds: float
+    task_seconds: float  # from the first submission to the last result
 
 
 def _timeout(t: Triage, timeout: float | None) -> float:
@@ -138,16 +140,18 @@ def repack(
             for t, why in chosen.skipped
         ],
     )
-    groups = selection.batches(chosen.chosen, batch_seconds)
     counts = Counts(total=len(chosen.chosen))
-    dashboard, n_workers = None, 0
-    if groups:
+    dashboard, n_workers, groups, task_seconds = None, 0, [], 0.0
+    if chosen.chosen:
         with connect(scheduler, workers) as client:
             dashboard = dashboard_of(client)
             if dashboard is not None and announce is not None:
                 announce(dashboard)
             n_workers = len(client.scheduler_info()["workers"])
+            groups = selection.batches(chosen.chosen, batch_seconds, n_workers)
+            submitted = time.perf_counter()
             _run(client, groups, results_path, timeout, tuple(repack_args), counts, n_workers, progress)
+            task_seconds = time.perf_counter() - submitted
     return FleetRun(
         results=results_path,
         repositories=len(fleet.repositories),
@@ -160,6 +164,8 @@ def repack(
         dashboard=dashboard,
         problems=fleet.problems,
         seconds=time.perf_counter() - started,
+        triage_seconds=fleet.seconds,
+        task_seconds=task_seconds,
     )
 
 

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from packorder.fleet.triage import Triage
 
 DEFAULT_BATCH_SECONDS = 5.0
+# Batches are kept small enough for this many tasks a worker, so that the last ones to finish
+# do not leave the other workers idle.
+TASKS_PER_WORKER = 4
 
 
 @dataclass
@@ -53,9 +56,14 @@ def choose(
     return out
 
 
-def batches(chosen: Sequence[Triage], batch_seconds: float = DEFAULT_BATCH_SECONDS) -> list[list[Triage]]:
+def batches(
+    chosen: Sequence[Triage], batch_seconds: float = DEFAULT_BATCH_SECONDS, workers: int = 1
+) -> list[list[Triage]]:
     """Consecutive repositories grouped so that a task's estimated time stays within
-    `batch_seconds` (one repository over it is a task of its own; 0 makes one a task)."""
+    `batch_seconds`, and within the fleet's estimated time over TASKS_PER_WORKER tasks a
+    worker (one repository over that is a task of its own; 0 makes one a task)."""
+    total = sum(t.estimated_seconds for t in chosen)
+    batch_seconds = min(batch_seconds, total / (TASKS_PER_WORKER * max(1, workers)))
     out: list[list[Triage]] = []
     current: list[Triage] = []
     seconds = 0.0
