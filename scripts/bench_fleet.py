@@ -2,7 +2,7 @@
 """The fleet layer's numbers (docs/fleet.md): triage time, repack throughput, the
 scheduler's overhead, the cost model's fit, and the predicted share against seekstats.
 
-    scripts/bench_fleet.py DIR [--triage 1000] [--repack 200] [--workers N] [--calibrate]
+    scripts/bench_fleet.py DIR [--triage 1000] [--repack 200] [--workers N] [--calibrate] [--real REPO ...]
 
 Generates repositories of mixed sizes under DIR (each with `git fast-import`, fixed dates:
 70% small, 25% medium, 5% large; a third with a second pack and loose objects pushed on
@@ -16,7 +16,8 @@ top), then:
    RSS on objects and bytes (cost.py's coefficients);
 3. with `--calibrate`, the predicted share of index-pack seeks under 2 MiB against seekstats
    (strace) on some generated repositories of each size, with Git's default threads, before
-   and after a repack.
+   and after a repack; with `--real REPO...`, the same on copies of those repositories
+   instead.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def size_of(i: int) -> str:
 
 def fast_import_stream(rng: random.Random, commits: int, files: int, lines: int, first: int, mark0: int) -> bytes:
     words = ["alpha", "beta", "gamma", "delta", "pack", "tree", "blob", "commit", "seek", "order"]
-    bodies = {f"src/d{f % 7}/file{f}.c": [" ".join(rng.choices(words, k=8)) for _ in range(lines)] for f in range(files)}
+    bodies = {
+        f"src/d{f % 7}/file{f}.c": [" ".join(rng.choices(words, k=8)) for _ in range(lines)] for f in range(files)
+    }
     out = []
     for c in range(commits):
         when = 1_700_000_000 + 3600 * (first + c)
@@ -132,12 +135,14 @@ def bench_repack(root: Path, n: int, workers: int) -> None:
     repos = fleet_of(root / "repack", n, 100_000)
     total = sum(sum(f.stat().st_size for f in (p / "objects").rglob("*") if f.is_file()) for p in repos)
     print(f"{len(repos)} repositories to repack, {total / 1e6:.1f} MB of objects")
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
-        with Client(lc) as client:
-            started = time.perf_counter()
-            client.gather(client.map(lambda x: x, range(n), pure=False))
-            noop = (time.perf_counter() - started) * workers / n
-            print(f"Dask alone: {1000 * noop:.1f} ms of a worker a no-op task ({n} tasks, {workers} workers)")
+    with (
+        LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc,
+        Client(lc) as client,
+    ):
+        started = time.perf_counter()
+        client.gather(client.map(lambda x: x, range(n), pure=False))
+        noop = (time.perf_counter() - started) * workers / n
+        print(f"Dask alone: {1000 * noop:.1f} ms of a worker a no-op task ({n} tasks, {workers} workers)")
     records_all = []
     for label, batch in (("one repository a task", 0.0), ("batched", 5.0)):
         out = root / f"results-{int(batch)}.jsonl"
@@ -182,32 +187,46 @@ def fit(records: list[dict]) -> None:
     )
 
 
-def calibrate(root: Path) -> None:
+def calibrate(root: Path, real: list[Path]) -> None:
+    import packorder
+
+    chosen = []
+    if not real:
+        repos = fleet_of(root / "calibrate", 40, 200_000)
+        chosen = [p for i, p in enumerate(repos) if size_of(200_000 + i) != "small"][:6] + repos[:2]
+        sample = root / "calibrate" / "sample"
+        if not sample.exists():
+            packorder.sample(sample)
+        chosen.append(sample)
+    compare(root, chosen + real)
+
+
+def compare(root: Path, chosen: list[Path]) -> None:
+    """Each repository copied under `root` (the original is not touched), triaged, measured,
+    repacked and measured again."""
     import packorder
     from packorder.fleet.triage import triage
 
-    repos = fleet_of(root / "calibrate", 40, 200_000)
-    chosen = [p for i, p in enumerate(repos) if size_of(200_000 + i) != "small"][:6] + repos[:2]
-    sample = root / "calibrate" / "sample"
-    if not sample.exists():
-        packorder.sample(sample)
-    chosen.append(sample)
     print("repository, pack MiB, threshold: predicted / measured before; predicted / measured after a repack")
     for repo in chosen:
         copy = root / "calibrate-copy"
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(repo, copy, symlinks=True)
         git_dir = copy / ".git" if (copy / ".git").is_dir() else copy
+        started = time.perf_counter()
         t = triage(git_dir)
+        print(f"{repo}: triage {time.perf_counter() - started:.2f} s")
         before = packorder.seekstats(copy, "index-pack").views[0].below_threshold
         packorder.repack(copy)
         after = packorder.seekstats(copy, "index-pack").views[0].below_threshold
-        err = [abs(p - m) for p, m in ((t.share_now, before), (t.share_after, after)) if p is not None and m is not None]
+        err = [
+            abs(p - m) for p, m in ((t.share_now, before), (t.share_after, after)) if p is not None and m is not None
+        ]
         print(
-            f"{repo.name}: {t.pack_bytes / 2**20:.1f} MiB, 2 MiB: {t.share_now} / {before}; {t.share_after} / {after}; "
+            f"{repo}: {t.pack_bytes / 2**20:.1f} MiB, 2 MiB: {t.share_now} / {before}; {t.share_after} / {after}; "
             f"error {100 * max(err):.2f} points"
             if err
-            else f"{repo.name}: no seek"
+            else f"{repo}: no seek"
         )
     shutil.rmtree(root / "calibrate-copy", ignore_errors=True)
 
@@ -218,15 +237,16 @@ def main() -> None:
     parser.add_argument("--triage", type=int, default=1000)
     parser.add_argument("--repack", type=int, default=200)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--calibrate", action="store_true", help="on generated repositories and packorder's sample")
+    parser.add_argument("--real", type=Path, nargs="*", default=[], help="calibrate on these (copied under DIR)")
     args = parser.parse_args()
     print(json.dumps({"cores": os.cpu_count(), "python": sys.version.split()[0]}))
     if args.triage:
         bench_triage(args.dir, args.triage)
     if args.repack:
         bench_repack(args.dir, args.repack, args.workers)
-    if args.calibrate:
-        calibrate(args.dir)
+    if args.calibrate or args.real:
+        calibrate(args.dir, args.real)
 
 
 if __name__ == "__main__":

@@ -21,14 +21,14 @@ from gitrepo import Repo, git, git_env
 
 pytest.importorskip("distributed")
 
-import dask  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
+import dask
+from distributed import Client, LocalCluster
 
-import packorder  # noqa: E402
-import packorder.fleet  # noqa: E402
-from packorder.fleet import results as results_mod  # noqa: E402
-from packorder.fleet.summary import report  # noqa: E402
-from packorder.repacking import lock as lock_mod  # noqa: E402
+import packorder
+import packorder.fleet
+from packorder.fleet import results as results_mod
+from packorder.fleet.summary import report
+from packorder.repacking import lock as lock_mod
 
 
 def small(path: Path, commits: int, seed: int) -> Repo:

@@ -174,7 +174,9 @@ class FleetLine:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Skip the repositories RESULTS records as done, and append to it.",
 )
-@click.option("--scheduler", metavar="ADDRESS", help="Run on the Dask cluster of this scheduler (default: a local one).")
+@click.option(
+    "--scheduler", metavar="ADDRESS", help="Run on the Dask cluster of this scheduler (default: a local one)."
+)
 @click.option("--workers", type=click.IntRange(min=1), help="Workers of the local cluster (default: one per core).")
 @click.option("--min-gain", type=float, metavar="POINTS", help="Repack only for this predicted gain or more.")
 @click.option("--max-hours", type=click.FloatRange(min=0), help="Leave out repositories estimated to take longer.")
@@ -186,7 +188,9 @@ class FleetLine:
     show_default=True,
     help="Group small repositories into tasks of this estimated time.",
 )
-@click.option("--timeout", type=click.FloatRange(min=1), help="Seconds before one repack is stopped (default: 20x est.).")
+@click.option(
+    "--timeout", type=click.FloatRange(min=1), help="Seconds before one repack is stopped (default: 20x est.)."
+)
 @quiet_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary as JSON.")
 @click.pass_context

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from packorder.fleet.summary import report
     from packorder.fleet.triage import status
 
-__all__ = ["report", "repack", "status"]
+__all__ = ["repack", "report", "status"]
 
 _LAZY = {
     "repack": "packorder.fleet.cluster",

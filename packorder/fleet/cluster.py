@@ -196,7 +196,9 @@ def _run(
                 "path": str(t.path),
                 "order": t.order,
                 "timeout": _timeout(t, timeout),
-                "address_space": cost_mod.address_space_limit(cost_mod.Cost(t.estimated_seconds, t.estimated_peak_bytes)),
+                "address_space": cost_mod.address_space_limit(
+                    cost_mod.Cost(t.estimated_seconds, t.estimated_peak_bytes)
+                ),
             }
             for t in batch
         ]
@@ -211,7 +213,12 @@ def _run(
                 records = future.result()
             except Exception as e:  # KilledWorker after the retry, or the task's own failure
                 records = [
-                    {"path": str(t.path), "order": t.order, "status": results_mod.FAILED, "error": f"task failed: {e!r}"}
+                    {
+                        "path": str(t.path),
+                        "order": t.order,
+                        "status": results_mod.FAILED,
+                        "error": f"task failed: {e!r}",
+                    }
                     for t in batch
                 ]
             with lock:

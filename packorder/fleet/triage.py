@@ -8,6 +8,7 @@ from it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterable
@@ -120,10 +121,8 @@ def _loose(objects_dir: Path) -> tuple[int, int]:
     total = 0
     for i in range(0, len(ids), 20):
         name = ids[i : i + 20].hex()
-        try:
+        with contextlib.suppress(FileNotFoundError):  # pruned meanwhile
             total += os.stat(objects_dir / name[:2] / name[2:]).st_size
-        except FileNotFoundError:
-            pass  # pruned meanwhile
     return len(ids) // 20, total
 
 
