@@ -45,12 +45,16 @@ def predicted(repo: Path, threshold: int) -> float | None:
     return prediction.modelled_share(layouts, read_config(git_dir), threshold)
 
 
-def test_with_one_thread_the_prediction_is_the_measurement(
-    repos: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture()
+def one_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git index-pack, and the model, with one thread (pack.threads in the global config)."""
     config = tmp_path / "gitconfig"
     config.write_text("[pack]\n\tthreads = 1\n")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_with_one_thread_the_prediction_is_the_measurement(repos: list[Path]) -> None:
     shares = set()
     for repo in repos:
         for threshold in (256, 1024, 4096):
@@ -67,12 +71,8 @@ def test_with_gits_threads_within_the_documented_error(repos: list[Path]) -> Non
             assert abs(share - measured(repo, threshold)) <= DOCUMENTED_ERROR
 
 
-def test_the_share_after_a_repack_is_predicted(
-    repos: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    config = tmp_path / "gitconfig"
-    config.write_text("[pack]\n\tthreads = 1\n")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+@pytest.mark.usefixtures("one_thread")
+def test_the_share_after_a_repack_is_predicted(repos: list[Path], tmp_path: Path) -> None:
     for i, repo in enumerate(repos):
         copy = tmp_path / f"copy{i}"
         shutil.copytree(repo, copy, symlinks=True)
