@@ -193,7 +193,8 @@ def calibrate(root: Path, real: list[Path]) -> None:
     chosen = []
     if not real:
         repos = fleet_of(root / "calibrate", 40, 200_000)
-        chosen = [p for i, p in enumerate(repos) if size_of(200_000 + i) != "small"][:6] + repos[:2]
+        bigger = [p for i, p in enumerate(repos) if size_of(200_000 + i) != "small"][:6]
+        chosen = list(dict.fromkeys(bigger + repos[:2]))
         sample = root / "calibrate" / "sample"
         if not sample.exists():
             packorder.sample(sample)
@@ -217,7 +218,13 @@ def compare(root: Path, chosen: list[Path]) -> None:
         t = triage(git_dir)
         print(f"{repo}: triage {time.perf_counter() - started:.2f} s")
         before = packorder.seekstats(copy, "index-pack").views[0].below_threshold
-        packorder.repack(copy)
+        started = time.perf_counter()
+        repacked = packorder.repack(copy)
+        print(
+            f"{repo}: {t.objects} objects, repack {time.perf_counter() - started:.1f} s "
+            f"(estimated {t.estimated_seconds:.1f} s), peak RSS {repacked.peak_rss_bytes / 2**20:.0f} MiB "
+            f"(estimated {t.estimated_peak_bytes / 2**20:.0f} MiB)"
+        )
         after = packorder.seekstats(copy, "index-pack").views[0].below_threshold
         err = [
             abs(p - m) for p, m in ((t.share_now, before), (t.share_after, after)) if p is not None and m is not None
