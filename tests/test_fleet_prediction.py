@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from gitrepo import build_history
+from gitrepo import build_history, git
 
 import packorder
 from packorder.fleet import prediction
-from packorder.fleet.triage import triage
+from packorder.fleet.triage import kept_after_repack, triage
 from packorder.format import layout as layout_mod
 from packorder.gitcmd import read_config
 from packorder.store.listing import list_packs
@@ -86,3 +86,22 @@ def test_the_share_after_a_repack_is_predicted(repos: list[Path], tmp_path: Path
         )
         assert planned is not None
         assert abs(planned - measured(copy, 1024)) <= DOCUMENTED_ERROR
+
+
+def test_a_partial_clones_promisor_pack_is_replaced_by_the_planned_one(repos: list[Path], tmp_path: Path) -> None:
+    """A repack writes a promisor pack's objects into the new promisor pack: the prediction
+    after it is the planned pack's alone, not the old pack's beside it."""
+    source = repos[1]
+    git(source, "config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "partial"
+    git(None, "clone", "-q", "--bare", "--filter=blob:limit=2k", f"file://{source}", str(clone))
+    packs = list_packs(clone / "objects" / "pack")
+    assert [p for p in packs if p.with_suffix(".promisor").exists()] == packs
+    assert kept_after_repack(packs) == []
+    (packs[0].with_suffix(".keep")).write_text("")
+    assert kept_after_repack(packs) == packs
+    packs[0].with_suffix(".keep").unlink()
+    t = triage(clone)
+    planned = prediction.planned_layout(clone, t.order)
+    assert t.share_after is not None
+    assert t.share_after == prediction.modelled_share([planned], read_config(clone))

@@ -27,8 +27,10 @@ from packorder.progress import ProgressCallback
 from packorder.repacking import drift as drift_mod
 from packorder.store.listing import list_packs, loose_ids
 
-# Packs a repack leaves as they are, so they are still there after it.
-KEPT_SUFFIXES = (".mtimes", ".keep", ".promisor")
+# Packs still there after a repack: .keep packs, left alone, and cruft packs, whose objects
+# go to a new cruft pack of about the same layout. (A promisor pack's objects go to the new
+# promisor pack, which the plan holds.)
+KEPT_SUFFIXES = (".mtimes", ".keep")
 
 
 @dataclass
@@ -101,12 +103,13 @@ def _fill(t: Triage, order: str | None) -> None:
     layouts = [layout_mod.load(p) for p in packs]
     t.share_now = prediction.modelled_share(layouts, config)
     if t.objects:
-        kept = [lay for p, lay in zip(packs, layouts, strict=True) if _kept(p)]
+        kept_packs = kept_after_repack(packs)
+        kept = [lay for p, lay in zip(packs, layouts, strict=True) if p in kept_packs]
         t.share_after = prediction.modelled_share([prediction.planned_layout(t.path, t.order), *kept], config)
 
 
-def _kept(pack: Path) -> bool:
-    return any(pack.with_suffix(s).exists() for s in KEPT_SUFFIXES)
+def kept_after_repack(packs: list[Path]) -> list[Path]:
+    return [p for p in packs if any(p.with_suffix(s).exists() for s in KEPT_SUFFIXES)]
 
 
 def footprint(git_dir: Path) -> tuple[int, int]:
