@@ -64,11 +64,12 @@ def test_with_one_thread_the_prediction_is_the_measurement(repos: list[Path]) ->
 
 
 def test_with_gits_threads_within_the_documented_error(repos: list[Path]) -> None:
+    # At 2 MiB, the threshold triage predicts at. (Below a few KiB, on packs this small, the
+    # interleaving of Git's threads varies from run to run: docs/fleet.md.)
     for repo in repos:
-        for threshold in (4096, 2 << 20):
-            share = predicted(repo, threshold)
-            assert share is not None
-            assert abs(share - measured(repo, threshold)) <= DOCUMENTED_ERROR
+        share = predicted(repo, 2 << 20)
+        assert share is not None
+        assert abs(share - measured(repo, 2 << 20)) <= DOCUMENTED_ERROR
 
 
 @pytest.mark.usefixtures("one_thread")
