@@ -180,7 +180,9 @@ class FleetLine:
 @click.option("--workers", type=click.IntRange(min=1), help="Workers of the local cluster (default: one per core).")
 @click.option("--min-gain", type=float, metavar="POINTS", help="Repack only for this predicted gain or more.")
 @click.option("--max-hours", type=click.FloatRange(min=0), help="Leave out repositories estimated to take longer.")
-@click.option("--budget", type=click.FloatRange(min=0), metavar="HOURS", help="Stop choosing once this is spent.")
+@click.option(
+    "--budget", type=click.FloatRange(min=0), metavar="HOURS", help="Choose no more estimated time than this in all."
+)
 @click.option(
     "--batch-seconds",
     type=click.FloatRange(min=0),

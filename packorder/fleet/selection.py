@@ -1,8 +1,9 @@
 """Which triaged repositories a fleet run repacks, and how they are grouped into tasks.
 
 Repositories are taken in order of expected benefit. `min_gain` (points of predicted share)
-and `max_hours` (one repack's estimated time) leave some out; `budget_hours` stops taking
-more once the estimated time of those taken is spent. A repository triage could not read is
+and `max_hours` (one repack's estimated time) leave some out; `budget_hours` bounds the
+estimated time of all those taken: one that does not fit in what is left is skipped, and a
+smaller one after it may still fit. A repository triage could not read is
 not repacked: it is recorded as failed with triage's error.
 
 Small repositories go several to a task: a task costs the scheduler a few milliseconds,
@@ -49,7 +50,10 @@ def choose(
         elif max_hours is not None and t.estimated_seconds > max_hours * 3600:
             out.skipped.append((t, f"estimated {t.estimated_seconds / 3600:.2f} h is over --max-hours {max_hours:g}"))
         elif budget_hours is not None and spent + t.estimated_seconds > budget_hours * 3600:
-            out.skipped.append((t, f"the --budget of {budget_hours:g} h is spent"))
+            left = max(0.0, budget_hours - spent / 3600)
+            out.skipped.append(
+                (t, f"does not fit in what is left of the --budget of {budget_hours:g} h ({left:.2f} h)")
+            )
         else:
             spent += t.estimated_seconds
             out.chosen.append(t)
