@@ -83,7 +83,7 @@ def repack_one(
             objects=repacked.get("objects"),
         )
     elif record["error"] is None:
-        record["error"] = _failure(child.returncode, err)
+        record["error"] = _failure(child.returncode, err, address_space)
     if path.exists():
         record["packs_after"], record["bytes_after"] = footprint(path)
     return record
@@ -118,15 +118,20 @@ def _json(out: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _failure(status: int, err: bytes) -> str:
+# What running out of address space looks like: Python's MemoryError, the loader unable to map
+# a shared library (numpy's OpenBLAS at import), an allocation refused (ENOMEM).
+OUT_OF_MEMORY = ("MemoryError", "failed to map segment", "Cannot allocate memory", "out of memory")
+
+
+def _failure(status: int, err: bytes, address_space: int) -> str:
     """The child's own `fatal:` line, else how it ended."""
-    lines = err.decode(errors="replace").splitlines()
+    text = err.decode(errors="replace")
+    if any(sign in text for sign in OUT_OF_MEMORY):
+        return f"out of memory under its address-space limit ({address_space >> 20} MiB)"
+    lines = [line for line in text.splitlines() if line.strip()]
     fatal = [line.removeprefix("fatal: ") for line in lines if line.startswith("fatal: ")]
     if fatal:
         return fatal[-1]
     if status < 0:
-        name = signal.Signals(-status).name
-        return f"killed by {name}" + (" (over its memory limit?)" if -status == signal.SIGKILL else "")
-    if "MemoryError" in "\n".join(lines[-3:]):
-        return "out of memory (its address-space limit)"
+        return f"killed by {signal.Signals(-status).name}"
     return f"exit {status}" + (f": {lines[-1]}" if lines else "")
