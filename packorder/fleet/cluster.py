@@ -1,7 +1,7 @@
-"""`packorder.fleet.repack`: triage a fleet, choose, and run the repacks as Dask tasks, on a
-`LocalCluster` (one single-threaded worker process per core by default) or on the cluster
-whose scheduler `scheduler` names, appending each repository's record to the results file
-as its task finishes.
+"""`packorder.fleet.repack`: triage a fleet and run the repacks as Dask tasks (triage too,
+a task a batch of repositories), on a `LocalCluster` (one single-threaded worker process
+per core by default) or on the cluster whose scheduler `scheduler` names, appending each
+repository's record to the results file as its task finishes.
 
 A worker that dies mid-task costs that task one retry: the local cluster is made with
 `distributed.scheduler.allowed-failures` = 1, so Dask runs the task once more on another
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import threading
 import time
@@ -25,8 +26,9 @@ from typing import Any
 from packorder.fleet import cost as cost_mod
 from packorder.fleet import results as results_mod
 from packorder.fleet import selection
+from packorder.fleet.discovery import discover
 from packorder.fleet.task import TOPIC, run_batch
-from packorder.fleet.triage import Triage, status
+from packorder.fleet.triage import Triage, by_benefit, triage_all
 
 MIN_TIMEOUT = 300.0  # seconds: a repack is never stopped sooner than this
 TIMEOUT_FACTOR = 20  # times the estimated time
@@ -47,17 +49,17 @@ class Counts:
 class FleetRun:
     results: Path
     repositories: int  # found
-    done: int
-    failed: int
-    skipped: int
     resumed: int  # finished by an earlier run, not run again
-    tasks: int
-    workers: int
-    dashboard: str | None
     problems: list[str]
-    seconds: float  # in all
-    triage_seconds: float
-    task_seconds: float  # from the first submission to the last result
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    tasks: int = 0
+    workers: int = 0
+    dashboard: str | None = None
+    seconds: float = 0.0  # in all
+    triage_seconds: float = 0.0  # on the cluster
+    task_seconds: float = 0.0  # from the first submission to the last result
 
 
 def _timeout(t: Triage, timeout: float | None) -> float:
@@ -122,15 +124,52 @@ def repack(
     progress: Callable[[Counts], None] | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> FleetRun:
-    """Triage the fleet, choose (`min_gain` points, `max_hours` a repack, `budget_hours` in
-    all), and repack what was chosen on the cluster. Every repository chosen, skipped or
-    broken gets a record in `results` (JSON lines); with `resume`, those a previous run of
-    that file finished are left out. `announce` is told the dashboard's address."""
+    """Triage the fleet on the cluster, choose (`min_gain` points, `max_hours` a repack,
+    `budget_hours` in all), and repack what was chosen on the cluster. Every repository
+    chosen, skipped or broken gets a record in `results` (JSON lines); with `resume`, those
+    a previous run of that file finished are neither triaged nor run. `announce` is told the
+    dashboard's address."""
     started = time.perf_counter()
     results_path = Path(results)
-    fleet = status(roots, paths=paths, list_file=list_file, order=order)
+    found = discover(paths, list_file, roots)
     finished = results_mod.finished(results_path) if resume else set()
-    chosen = selection.choose(fleet.repositories, min_gain, max_hours, budget_hours, finished)
+    todo = [p for p in found.repositories if str(p) not in finished]
+    counts = Counts(total=0)
+    run = FleetRun(results_path, len(found.repositories), len(found.repositories) - len(todo), found.problems)
+    if todo:
+        with connect(scheduler, workers) as client:
+            run.dashboard = dashboard_of(client)
+            if run.dashboard is not None and announce is not None:
+                announce(run.dashboard)
+            run.workers = len(client.scheduler_info()["workers"])
+            triaged = time.perf_counter()
+            fleet = triage_on(client, todo, order, run.workers)
+            run.triage_seconds = time.perf_counter() - triaged
+            chosen = selection.choose(fleet, min_gain, max_hours, budget_hours)
+            _record_unrun(results_path, chosen)
+            counts.total = len(chosen.chosen)
+            groups = selection.batches(chosen.chosen, batch_seconds, run.workers)
+            submitted = time.perf_counter()
+            _run(client, groups, results_path, timeout, tuple(repack_args), counts, run.workers, progress)
+            run.task_seconds = time.perf_counter() - submitted
+            run.tasks, run.skipped = len(groups), len(chosen.skipped)
+            run.failed = len(chosen.broken)
+    run.done, run.failed = counts.done, run.failed + counts.failed
+    run.seconds = time.perf_counter() - started
+    return run
+
+
+def triage_on(client: Any, git_dirs: list[Path], order: str | None, workers: int) -> list[Triage]:
+    """Every repository's triage, as tasks of the cluster (TASKS_PER_WORKER a worker), by
+    expected benefit."""
+    size = max(1, math.ceil(len(git_dirs) / (selection.TASKS_PER_WORKER * max(1, workers))))
+    chunks = [git_dirs[i : i + size] for i in range(0, len(git_dirs), size)]
+    futures = client.map(triage_all, chunks, order=order, pure=False)
+    return by_benefit(t for part in client.gather(futures) for t in part)
+
+
+def _record_unrun(results_path: Path, chosen: selection.Selection) -> None:
+    """The records of the repositories not run: broken at triage (failed), or left out."""
     results_mod.append(
         results_path,
         [{"path": str(t.path), "order": t.order, "status": results_mod.FAILED, "error": t.error} for t in chosen.broken]
@@ -139,33 +178,6 @@ def repack(
             | _prediction(t)
             for t, why in chosen.skipped
         ],
-    )
-    counts = Counts(total=len(chosen.chosen))
-    dashboard, n_workers, groups, task_seconds = None, 0, [], 0.0
-    if chosen.chosen:
-        with connect(scheduler, workers) as client:
-            dashboard = dashboard_of(client)
-            if dashboard is not None and announce is not None:
-                announce(dashboard)
-            n_workers = len(client.scheduler_info()["workers"])
-            groups = selection.batches(chosen.chosen, batch_seconds, n_workers)
-            submitted = time.perf_counter()
-            _run(client, groups, results_path, timeout, tuple(repack_args), counts, n_workers, progress)
-            task_seconds = time.perf_counter() - submitted
-    return FleetRun(
-        results=results_path,
-        repositories=len(fleet.repositories),
-        done=counts.done,
-        failed=counts.failed + len(chosen.broken),
-        skipped=len(chosen.skipped),
-        resumed=chosen.resumed,
-        tasks=len(groups),
-        workers=n_workers,
-        dashboard=dashboard,
-        problems=fleet.problems,
-        seconds=time.perf_counter() - started,
-        triage_seconds=fleet.seconds,
-        task_seconds=task_seconds,
     )
 
 

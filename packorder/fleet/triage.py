@@ -146,5 +146,14 @@ def status(
         out.append(triage(git_dir, order))
         if progress is not None:
             progress("Triaging repositories", done + 1, len(found.repositories))
-    out.sort(key=lambda t: t.benefit_key(), reverse=True)
-    return FleetStatus(out, found.problems, time.perf_counter() - started)
+    return FleetStatus(by_benefit(out), found.problems, time.perf_counter() - started)
+
+
+def by_benefit(triages: Iterable[Triage]) -> list[Triage]:
+    return sorted(triages, key=lambda t: t.benefit_key(), reverse=True)
+
+
+def triage_all(git_dirs: list[Path], order: str | None = None) -> list[Triage]:
+    """The triage of several repositories: one task's work when a fleet run triages on
+    the cluster."""
+    return [triage(git_dir, order) for git_dir in git_dirs]
