@@ -8,7 +8,8 @@ Generates repositories of mixed sizes under DIR (each with `git fast-import`, fi
 70% small, 25% medium, 5% large; a third with a second pack and loose objects pushed on
 top), then:
 
-1. triages `--triage` of them (`packorder.fleet.status`) and prints the time a repository;
+1. triages `--triage` of them (`packorder.fleet.status`, in this process, then as
+   `fleet repack` does, on a LocalCluster) and prints the time a repository;
 2. repacks `--repack` others on a LocalCluster of `--workers` workers, once with one
    repository a task and once batched, printing repositories and GB an hour a worker core,
    the scheduler's overhead (wall time x workers, less the repacks' own time, a task) next
@@ -124,6 +125,23 @@ def bench_triage(root: Path, n: int) -> None:
             f"triage run {run}: {len(result.repositories)} repositories in {result.seconds:.1f} s "
             f"({per:.1f} ms a repository; median {own[len(own) // 2]:.1f} ms, max {own[-1]:.0f} ms); errors {errors}"
         )
+
+
+def bench_triage_on_cluster(root: Path, workers: int) -> None:
+    from packorder.fleet import cluster
+    from packorder.fleet.discovery import discover
+
+    found = discover(roots=[root / "triage"])
+    with cluster.connect(None, workers) as client:
+        for run in (1, 2):
+            started = time.perf_counter()
+            triaged = cluster.triage_on(client, found.repositories, None, workers)
+            took = time.perf_counter() - started
+            print(
+                f"triage on a LocalCluster of {workers} workers, run {run}: {len(triaged)} repositories "
+                f"in {took:.1f} s "
+                f"({1000 * took / len(triaged):.1f} ms a repository)"
+            )
 
 
 def bench_repack(root: Path, n: int, workers: int) -> None:
@@ -250,6 +268,7 @@ def main() -> None:
     print(json.dumps({"cores": os.cpu_count(), "python": sys.version.split()[0]}))
     if args.triage:
         bench_triage(args.dir, args.triage)
+        bench_triage_on_cluster(args.dir, args.workers)
     if args.repack:
         bench_repack(args.dir, args.repack, args.workers)
     if args.calibrate or args.real:
