@@ -25,6 +25,7 @@ from packorder.cli.base import (
     warn,
 )
 from packorder.cli.experiment import experiment_cmd
+from packorder.cli.fleet import fleet_cmd
 from packorder.cli.seekstats import seekstats_cmd
 from packorder.errors import interruption
 from packorder.orders.catalog import CATALOG
@@ -88,6 +89,7 @@ def index_pack_cmd(args: tuple[str, ...]) -> None:
 
 main.add_command(seekstats_cmd)
 main.add_command(experiment_cmd)
+main.add_command(fleet_cmd)
 
 
 # One line an order, below the options (`\b`: click keeps these lines as they are).

@@ -1,0 +1,162 @@
+"""Triage: for each repository of a fleet, in milliseconds and without running a workload,
+what it holds (packs, loose objects, unreachable bytes in cruft packs), how far its layout
+has drifted from the order (`gc --auto`'s measure), the predicted share of index-pack seeks
+under 2 MiB now and after a repack in its configured order, and what that repack would
+cost. `packorder fleet status` prints it, sorted by expected benefit; `fleet repack` chooses
+from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packorder.errors import PackError
+from packorder.fleet import cost as cost_mod
+from packorder.fleet import prediction
+from packorder.fleet.discovery import discover
+from packorder.format import idx as idx_format
+from packorder.format import layout as layout_mod
+from packorder.format.object_format import ObjectFormat, named
+from packorder.gitcmd import read_config
+from packorder.orders.catalog import configured_order
+from packorder.progress import ProgressCallback
+from packorder.repacking import drift as drift_mod
+from packorder.store.listing import list_packs, loose_ids
+
+# Packs still there after a repack: .keep packs, left alone, and cruft packs, whose objects
+# go to a new cruft pack of about the same layout. (A promisor pack's objects go to the new
+# promisor pack, which the plan holds.)
+KEPT_SUFFIXES = (".mtimes", ".keep")
+
+
+@dataclass
+class Triage:
+    path: Path  # the git directory
+    order: str  # the order a repack would write (packorder.order, else recency)
+    packs: int = 0
+    pack_bytes: int = 0
+    loose: int = 0
+    loose_bytes: int = 0
+    objects: int = 0  # in packs (cruft included) and loose
+    cruft_bytes: int = 0  # unreachable objects kept in cruft packs
+    drift: float = 0.0  # gc --auto's layout drift: share of objects out of order
+    share_now: float | None = None  # predicted share of index-pack seeks under 2 MiB
+    share_after: float | None = None  # the same after a repack in `order`
+    estimated_seconds: float = 0.0
+    estimated_peak_bytes: int = 0
+    seconds: float = 0.0  # the triage's own time
+    error: str | None = None  # why the repository could not be triaged (then it is not repacked)
+
+    @property
+    def gain(self) -> float:
+        """Points of share gained by a repack (0 when either side is unknown)."""
+        if self.share_now is None or self.share_after is None:
+            return 0.0
+        return 100 * (self.share_after - self.share_now)
+
+    def benefit_key(self) -> tuple[float, float, int]:
+        """Larger first: predicted gain, then drift, then objects outside packs."""
+        return (self.gain, self.drift, self.loose + self.packs)
+
+
+@dataclass
+class FleetStatus:
+    repositories: list[Triage]  # sorted by expected benefit, largest first
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def triage(git_dir: Path, order: str | None = None) -> Triage:
+    """The triage of one repository; an error is recorded in it, never raised (one broken
+    repository must not stop the fleet's status)."""
+    started = time.perf_counter()
+    t = Triage(git_dir, order or "")
+    try:
+        _fill(t, order)
+    except (PackError, OSError, ValueError) as e:
+        t.error = str(e) or type(e).__name__
+    t.seconds = time.perf_counter() - started
+    return t
+
+
+def _fill(t: Triage, order: str | None) -> None:
+    config = read_config(t.path)
+    fmt = named(config.object_format)
+    t.order = configured_order(config, order)
+    objects_dir = t.path / "objects"
+    packs = list_packs(objects_dir / "pack")
+    t.packs = len(packs)
+    for pack in packs:
+        size = pack.stat().st_size
+        t.pack_bytes += size
+        t.objects += idx_format.object_count(str(layout_mod.idx_path_of(pack)))
+        if pack.with_suffix(".mtimes").exists():
+            t.cruft_bytes += size
+    t.loose, t.loose_bytes = _loose(objects_dir, fmt)
+    t.objects += t.loose
+    t.drift = drift_mod.measure(t.path, t.order, fmt).share
+    estimate = cost_mod.estimate(t.objects, t.pack_bytes + t.loose_bytes)
+    t.estimated_seconds, t.estimated_peak_bytes = estimate.seconds, estimate.peak_bytes
+    layouts = [layout_mod.load(p, fmt=fmt) for p in packs]
+    t.share_now = prediction.modelled_share(layouts, config)
+    if t.objects:
+        kept_packs = kept_after_repack(packs)
+        kept = [lay for p, lay in zip(packs, layouts, strict=True) if p in kept_packs]
+        t.share_after = prediction.modelled_share([prediction.planned_layout(t.path, t.order), *kept], config)
+
+
+def kept_after_repack(packs: list[Path]) -> list[Path]:
+    return [p for p in packs if any(p.with_suffix(s).exists() for s in KEPT_SUFFIXES)]
+
+
+def footprint(git_dir: Path) -> tuple[int, int]:
+    """Packs, and the bytes of the packs and loose objects: what a repack changes."""
+    packs = list_packs(git_dir / "objects" / "pack")
+    fmt = named(read_config(git_dir).object_format)
+    return len(packs), sum(p.stat().st_size for p in packs) + _loose(git_dir / "objects", fmt)[1]
+
+
+def _loose(objects_dir: Path, fmt: ObjectFormat) -> tuple[int, int]:
+    """Loose objects (ids of `fmt`) and their bytes (as stored, compressed)."""
+    ids = fmt.split(loose_ids(objects_dir, fmt))
+    total = 0
+    for oid in ids:
+        name = oid.hex()
+        with contextlib.suppress(FileNotFoundError):  # pruned meanwhile
+            total += os.stat(objects_dir / name[:2] / name[2:]).st_size
+    return len(ids), total
+
+
+def status(
+    roots: Iterable[str | os.PathLike[str]] = (),
+    *,
+    paths: Iterable[str | os.PathLike[str]] = (),
+    list_file: str | os.PathLike[str] | None = None,
+    order: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> FleetStatus:
+    """Triage every repository named by `paths` or `list_file` or found under `roots` (a
+    root that is a repository is taken as it is), sorted by expected benefit."""
+    started = time.perf_counter()
+    found = discover(paths, list_file, roots)
+    out = []
+    for done, git_dir in enumerate(found.repositories):
+        out.append(triage(git_dir, order))
+        if progress is not None:
+            progress("Triaging repositories", done + 1, len(found.repositories))
+    return FleetStatus(by_benefit(out), found.problems, time.perf_counter() - started)
+
+
+def by_benefit(triages: Iterable[Triage]) -> list[Triage]:
+    return sorted(triages, key=lambda t: t.benefit_key(), reverse=True)
+
+
+def triage_all(git_dirs: list[Path], order: str | None = None) -> list[Triage]:
+    """The triage of several repositories: one task's work when a fleet run triages on
+    the cluster."""
+    return [triage(git_dir, order) for git_dir in git_dirs]
