@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::pack::object_id::HashAlgo;
+use crate::pack::object_id::{HashAlgo, ObjectId};
 use crate::pack::pack_entries::{Entries, PackEntries};
 use crate::pack::source::PackFile;
 use crate::to_py_err;
@@ -48,6 +48,16 @@ pub(crate) fn hash_named(name: &str) -> PyResult<HashAlgo> {
     HashAlgo::named(name).ok_or_else(|| {
         pyo3::exceptions::PyValueError::new_err(format!("unknown hash algorithm '{name}'"))
     })
+}
+
+/// `raw` as one id of `algo`; `what` names it in the error.
+pub(crate) fn one_id(algo: HashAlgo, raw: &[u8], what: &str) -> PyResult<ObjectId> {
+    ObjectId::try_from(raw)
+        .ok()
+        .filter(|id| id.algo() == algo)
+        .ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!("{what} is not a {} id", algo.name()))
+        })
 }
 
 pub(crate) type Col<'py> = Bound<'py, PyBytes>;

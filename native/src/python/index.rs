@@ -18,10 +18,9 @@ use crate::index::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES}
 use crate::index::table::Table;
 use crate::pack::entry::{is_delta, ObjectId, OBJ_COMMIT, OBJ_TAG};
 use crate::pack::hash::object_id;
-use crate::pack::object_id::ids_of;
 use crate::pack::source::PackFile;
 use crate::progress::{Progress, PHASE_RESOLVING};
-use crate::python::arrays::{bytes_of, hash_named};
+use crate::python::arrays::{bytes_of, hash_named, one_id};
 use crate::python::fsck::{check_repository_blob, finish_checks, fsck_rules};
 use crate::{index::thin, to_py_err};
 
@@ -240,10 +239,8 @@ impl PackIndexer {
     ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
         let st = self.lock();
         let check = st.check.as_ref().ok_or_else(not_checking)?;
-        let id = ids_of(st.pack.algo, id)
-            .filter(|ids| ids.len() == 1)
-            .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("not one object id"))?;
-        check_repository_blob(py, check, id[0], special, kind, data)
+        let id = one_id(st.pack.algo, id, "the blob's id")?;
+        check_repository_blob(py, check, id, special, kind, data)
     }
 
     /// Record each delta's base from the next resolve on (for --verify-stat).

@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use crate::error::PackError;
-use crate::pack::entry::ObjectId;
+use crate::pack::entry::{HashAlgo, ObjectId};
 use crate::progress::Progress;
-use crate::python::arrays::bytes_of;
+use crate::python::arrays::{bytes_of, one_id};
 use crate::to_py_err;
 use crate::walk::index_file::{index_roots, IndexRoots};
 use crate::walk::odb::ObjectDb;
@@ -84,12 +84,7 @@ impl ObjectWalker {
         let mut roots = roots
             .into_iter()
             .map(|(id, path)| {
-                let id = ObjectId::try_from(id.as_slice())
-                    .ok()
-                    .filter(|id| id.len() == RAWSZ)
-                    .ok_or_else(|| {
-                        pyo3::exceptions::PyValueError::new_err("a root id is not a SHA-1 id")
-                    })?;
+                let id = one_id(HashAlgo::Sha1, &id, "a root id")?;
                 Ok(Root { id, path, kind: 0 })
             })
             .collect::<PyResult<Vec<_>>>()?;
