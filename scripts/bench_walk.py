@@ -36,7 +36,7 @@ if walk == "native":
 else:
     w = snapshot.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if ico else ())
 ids, hashes, missing = w.result()
-print(len(ids) // 20, hashlib.sha1(ids + hashes).hexdigest())
+print(len(ids) // snap.fmt.rawsz, hashlib.sha1(ids + hashes).hexdigest())
 """
 
 

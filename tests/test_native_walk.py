@@ -35,32 +35,34 @@ def walks(
     theirs = snapshot.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if in_commit_order else ())
 
     def split(r: tuple[bytes, bytes, bytes]) -> tuple[bytes, bytes, set[bytes]]:
-        return r[0], r[1], {r[2][i : i + 20] for i in range(0, len(r[2]), 20)}
+        return r[0], r[1], set(snap.fmt.split(r[2]))
 
     return split(ours.result()), split(theirs.result())
 
 
 def assert_same_walk(git_dir: Path) -> int:
+    rawsz = snapshot.listed(git_dir).fmt.rawsz
     for in_commit_order, read_ahead in ((False, False), (True, False), (False, True), (True, True)):
         ours, theirs = walks(git_dir, in_commit_order, read_ahead)
         ids, git_ids = ours[0], theirs[0]
-        n = len(git_ids) // 20
-        first = next((i for i in range(n) if ids[20 * i : 20 * i + 20] != git_ids[20 * i : 20 * i + 20]), None)
+        n = len(git_ids) // rawsz
+        at = [slice(rawsz * i, rawsz * (i + 1)) for i in range(n)]
+        first = next((i for i in range(n) if ids[at[i]] != git_ids[at[i]]), None)
         assert first is None and len(ids) == len(git_ids), (
             f"in_commit_order={in_commit_order}, read_ahead={read_ahead}: object {first} differs "
-            f"({len(ids) // 20} vs {n} objects)"
+            f"({len(ids) // rawsz} vs {n} objects)"
         )
         assert ours[1] == theirs[1], "name hashes differ"
         assert ours[2] == theirs[2], "missing objects differ"
-    return len(git_ids) // 20
+    return len(git_ids) // rawsz
 
 
 def fast_import(repo: Repo, script: str) -> None:
     repo.run("fast-import", "--quiet", input=script.encode())
 
 
-def every_root_kind(path: Path) -> Repo:
-    repo = Repo(path)
+def every_root_kind(path: Path, object_format: str = "sha1") -> Repo:
+    repo = Repo(path, object_format=object_format)
     repo.write("a.txt", "a\n")
     repo.write("dir/b.txt", "b\n")
     repo.write("dir/sub/deeper/than sixteen characters.txt", "long path\n")
@@ -81,7 +83,8 @@ def every_root_kind(path: Path) -> Repo:
     blob = repo.run("hash-object", "-w", "--stdin", input=b"only a ref names me\n").decode().strip()
     repo.run("update-ref", "refs/blobs/lonely", blob)
     # A gitlink (not followed).
-    repo.run("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendor/lib")
+    hexsz = {"sha1": 40, "sha256": 64}[object_format]
+    repo.run("update-index", "--add", "--cacheinfo", f"160000,{'1' * hexsz},vendor/lib")
     repo.commit("a submodule")
     # Commits of one second (ties in the date order) and a clock going backwards.
     fast_import(
@@ -136,20 +139,21 @@ def every_root_kind(path: Path) -> Repo:
     return repo
 
 
-def test_every_kind_of_root_walks_as_git_walks(tmp_path: Path) -> None:
-    repo = every_root_kind(tmp_path / "repo")
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_every_kind_of_root_walks_as_git_walks(tmp_path: Path, object_format: str) -> None:
+    repo = every_root_kind(tmp_path / "repo", object_format)
     assert assert_same_walk(repo.git_dir) > 300
     repo.run("gc", "-q")  # the same from packs (deltas, REF and OFS), not loose objects
     assert assert_same_walk(repo.git_dir) > 300
 
 
-def churned_directories(path: Path) -> Repo:
+def churned_directories(path: Path, object_format: str = "sha1") -> Repo:
     """A history whose directories change as they do in real ones, one commit at a time:
     entries changed, added and removed (several at once), a file replaced by a directory of
     its name and back, names sorting about a directory's '/' ("a", "a.c", "a/", "a0"), old
     versions brought back (objects seen long before, at the same path or another), and a
     directory moved whole."""
-    repo = Repo(path)
+    repo = Repo(path, object_format=object_format)
     lines = []
     files = {f"src/f{i:02}.c": f"{i}\n" for i in range(40)}
     files.update({"src/a.c": "a.c\n", "src/a0": "a0\n", "src/a": "a file\n", "doc/x": "x\n"})
@@ -178,16 +182,18 @@ def churned_directories(path: Path) -> Repo:
     return repo
 
 
-def test_trees_passed_beside_the_last_tree_at_their_path_walk_as_git_walks(tmp_path: Path) -> None:
-    repo = churned_directories(tmp_path / "repo")
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_trees_passed_beside_the_last_tree_at_their_path_walk_as_git_walks(tmp_path: Path, object_format: str) -> None:
+    repo = churned_directories(tmp_path / "repo", object_format)
     assert assert_same_walk(repo.git_dir) > 200
     for window in ("--window=10", "--window=0"):  # bases walked before or after the tree
         repo.run("repack", "-adfq", window)
         assert assert_same_walk(repo.git_dir) > 200
 
 
-def test_an_index_of_version_4_and_an_unwritten_cache_tree(tmp_path: Path) -> None:
-    repo = every_root_kind(tmp_path / "repo")
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_an_index_of_version_4_and_an_unwritten_cache_tree(tmp_path: Path, object_format: str) -> None:
+    repo = every_root_kind(tmp_path / "repo", object_format)
     repo.run("update-index", "--index-version", "4")
     repo.write("dir/new.txt", "invalidates dir in the cache tree\n")
     repo.run("add", "dir/new.txt")

@@ -133,3 +133,14 @@ def test_experiment_and_its_simulator(source: Path, tmp_path: Path) -> None:
     git(history.git_dir, "fsck", "--full", "--no-dangling")
     assert all_ids(history.git_dir) == all_ids(source)
     assert result.simulated and result.report.is_file()
+
+
+def test_repack_with_packorder_s_own_walk(source: Path, tmp_path: Path) -> None:
+    """packorder.walk = native: the same objects kept (it walks SHA-256 repositories itself,
+    and leaves reftable ones to Git)."""
+    repo = copy_of(source, tmp_path)
+    before = all_ids(repo)
+    git(repo, "config", "packorder.walk", "native")
+    assert run_cli("repack", "-q", "--order=history", str(repo)).returncode == 0
+    assert all_ids(repo) == before
+    git(repo, "fsck", "--full", "--strict")

@@ -7,9 +7,9 @@ the objects and the worktrees' index files itself.
 
 Chosen with `packorder.walk = native` (`git`, the default, runs `git rev-list`). What it
 leaves to Git, falling back to `git rev-list` as a whole: a graft file, a split or sparse
-index, a reftable repository, SHA-256 object names, and reflog entries that name tags, trees
-or blobs (a reflog of commits is what every repository has; the reflog files are only read
-to check that)."""
+index, a reftable repository, and reflog entries that name tags, trees or blobs (a reflog
+of commits is what every repository has; the reflog files are only read to check that).
+SHA-1 and SHA-256 repositories alike."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from pathlib import Path
 
 from packorder import _native, gitcmd
 from packorder.errors import Interrupted, RepositoryError
+from packorder.format import object_format as object_formats
+from packorder.format.object_format import ObjectFormat
 from packorder.settings import delta_base_cache_limit, physical_memory, thread_count
 
 WALKS = ("git", "native")
@@ -28,7 +30,7 @@ WALKS = ("git", "native")
 # take the same time within the noise (3.4-4.9 s), peak RSS 166, 177 and 294 MiB: a tree's
 # base is nearly always the version the walk met just before.
 WALK_CACHE = 16 << 20
-_HEX_ID = re.compile(r"[0-9a-f]{40}")
+_HEX_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # an id of either hash
 
 
 def index_files(git_dir: Path) -> list[Path]:
@@ -56,8 +58,8 @@ def _git(git_dir: Path, *args: str) -> bytes:
 
 
 def starting_points(git_dir: Path) -> tuple[bytes, list[tuple[bytes, None]]]:
-    """(the starting commits in the order Git meets them, 20 bytes each; the refs whose
-    objects are not commits, in ref order)."""
+    """(the starting commits in the order Git meets them, one id after another; the refs
+    whose objects are not commits, in ref order)."""
     with ThreadPoolExecutor(2) as pool:
         commits = pool.submit(_git, git_dir, "rev-list", "--no-walk=unsorted", "--all", "--reflog")
         refs = pool.submit(_git, git_dir, "for-each-ref", "--format=%(objectname) %(objecttype)")
@@ -70,12 +72,12 @@ def starting_points(git_dir: Path) -> tuple[bytes, list[tuple[bytes, None]]]:
     return ids, others
 
 
-def reflogs_name_other_objects(git_dir: Path, commits: bytes) -> bool:
+def reflogs_name_other_objects(git_dir: Path, commits: bytes, fmt: ObjectFormat) -> bool:
     """Whether a reflog entry names an object that exists and is not a commit: the starting
-    commits cover every commit a reflog names, and nothing else."""
+    commits (ids of `fmt`) cover every commit a reflog names, and nothing else."""
     if (git_dir / "reftable").is_dir():
         return True  # its reflogs are not files: leave the walk to Git
-    starts = {commits[i : i + 20] for i in range(0, len(commits), 20)}
+    starts = set(fmt.split(commits))
     named: set[str] = set()
     logs = [git_dir / "logs"] + [d / "logs" for d in (git_dir / "worktrees").glob("*")]
     for root in logs:
@@ -84,7 +86,7 @@ def reflogs_name_other_objects(git_dir: Path, commits: bytes) -> bool:
                 continue
             for line in path.read_bytes().splitlines():
                 for word in line.split(b" ", 2)[:2]:
-                    if len(word) == 40 and word != b"0" * 40:
+                    if len(word) == fmt.hexsz and word != b"0" * fmt.hexsz:
                         named.add(word.decode())
     others = [oid for oid in named if bytes.fromhex(oid) not in starts]
     if not others:
@@ -139,7 +141,7 @@ class NativeWalk:
             self.error = e
 
     def result(self) -> tuple[bytes, bytes, bytes]:
-        """(ids, 20 bytes each; name hashes, native u32s; missing ids, 20 bytes each)."""
+        """(ids, one after another; name hashes, native u32s; missing ids)."""
         self.thread.join()
         if isinstance(self.error, _native.PackFormatError):
             message = self.error.args[0]
@@ -170,10 +172,11 @@ def start(
     when the repository has what this walk leaves to Git. `threads` (default: pack.threads,
     else every core) of 2 or more read trees ahead on a second core, on packs of at least
     `read_ahead_from` objects (default: the core's threshold)."""
-    if graft_roots(git_dir) or config.object_format != "sha1":
+    if graft_roots(git_dir):
         return None
+    fmt = object_formats.named(config.object_format)
     commits, refs = starting_points(git_dir)
-    if reflogs_name_other_objects(git_dir, commits):
+    if reflogs_name_other_objects(git_dir, commits, fmt):
         return None
     # One path per id: an object may be loose both here and in an alternate.
     loose = sorted({oid: path for oid, path in reversed(loose)}.items())
@@ -214,4 +217,5 @@ def _walker(
         physical_memory(),
         thread_count(config, threads, "packorder.threads", "pack.threads"),
         **({} if read_ahead_from is None else {"read_ahead_from": read_ahead_from}),
+        object_format=config.object_format,
     )

@@ -88,6 +88,11 @@ impl ObjectId {
         }
     }
 
+    /// All the room, the unused bytes zero: fixed-size words to compare or hash.
+    pub fn padded(&self) -> &[u8; MAX_RAWSZ] {
+        &self.bytes
+    }
+
     pub fn is_null(&self) -> bool {
         self.bytes == [0; MAX_RAWSZ]
     }

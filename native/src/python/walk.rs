@@ -11,24 +11,16 @@ use pyo3::types::{PyBytes, PyTuple};
 use crate::error::PackError;
 use crate::pack::entry::{HashAlgo, ObjectId};
 use crate::progress::Progress;
-use crate::python::arrays::{bytes_of, one_id};
+use crate::python::arrays::{bytes_of, hash_named, one_id};
 use crate::to_py_err;
 use crate::walk::index_file::{index_roots, IndexRoots};
 use crate::walk::odb::ObjectDb;
 use crate::walk::traverse::{walk, Root, WalkOptions, READ_AHEAD_FROM};
 
-/// The native walk reads SHA-1 repositories only so far (a SHA-256 one is left to Git's walk).
-const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
-
-fn ids_of(b: &[u8]) -> PyResult<Vec<ObjectId>> {
-    if !b.len().is_multiple_of(RAWSZ) {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "ids: not a multiple of 20 bytes",
-        ));
-    }
-    Ok(b.chunks_exact(RAWSZ)
-        .map(|c| c.try_into().unwrap())
-        .collect())
+fn ids_of(algo: HashAlgo, b: &[u8]) -> PyResult<Vec<ObjectId>> {
+    crate::pack::object_id::ids_of(algo, b).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err("ids: not a whole number of object ids")
+    })
 }
 
 struct Job {
@@ -39,6 +31,7 @@ struct Job {
     opts: WalkOptions,
     cache_budget: u64,
     object_limit: u64,
+    algo: HashAlgo,
 }
 
 #[pyclass(frozen, module = "packorder._native")]
@@ -52,13 +45,13 @@ pub struct ObjectWalker {
 
 #[pymethods]
 impl ObjectWalker {
-    /// packs: pack paths (each beside its .idx); loose_ids (20 bytes each, sorted) with
-    /// loose_paths; commits: the starting commits in Git's order (20 bytes each); roots:
+    /// packs: pack paths (each beside its .idx); loose_ids (ids of `object_format`, sorted)
+    /// with loose_paths; commits: the starting commits in Git's order; roots:
     /// [(id, path or None)] that are not commits, in order; index_files: the worktrees'
     /// indexes, in Git's order (read here); shallow: sorted ids whose parents are not walked;
     /// threads: 2 or more reads trees ahead on another core, from read_ahead_from objects.
     #[new]
-    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, cache_budget, object_limit, threads=1, read_ahead_from=READ_AHEAD_FROM))]
+    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, cache_budget, object_limit, threads=1, read_ahead_from=READ_AHEAD_FROM, object_format="sha1"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         packs: Vec<PathBuf>,
@@ -74,8 +67,10 @@ impl ObjectWalker {
         object_limit: u64,
         threads: usize,
         read_ahead_from: usize,
+        object_format: &str,
     ) -> PyResult<Self> {
-        let loose_ids = ids_of(loose_ids)?;
+        let algo = hash_named(object_format)?;
+        let loose_ids = ids_of(algo, loose_ids)?;
         if loose_ids.len() != loose_paths.len() || loose_ids.windows(2).any(|w| w[0] >= w[1]) {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "loose ids: not sorted, or not one per path",
@@ -84,7 +79,7 @@ impl ObjectWalker {
         let mut roots = roots
             .into_iter()
             .map(|(id, path)| {
-                let id = one_id(HashAlgo::Sha1, &id, "a root id")?;
+                let id = one_id(algo, &id, "a root id")?;
                 Ok(Root { id, path, kind: 0 })
             })
             .collect::<PyResult<Vec<_>>>()?;
@@ -92,7 +87,7 @@ impl ObjectWalker {
         // starts.
         let mut unsupported = None;
         for index in &index_files {
-            match index_roots(index).map_err(to_py_err)? {
+            match index_roots(index, algo).map_err(to_py_err)? {
                 IndexRoots::Roots(r) => roots.extend(r),
                 IndexRoots::Unsupported(why) => unsupported = Some(why),
             }
@@ -100,17 +95,18 @@ impl ObjectWalker {
         let job = Job {
             packs,
             loose: loose_ids.into_iter().zip(loose_paths).collect(),
-            commits: ids_of(commits)?,
+            commits: ids_of(algo, commits)?,
             roots,
             opts: WalkOptions {
                 in_commit_order,
                 missing_ok,
-                shallow: ids_of(shallow)?,
+                shallow: ids_of(algo, shallow)?,
                 threads,
                 read_ahead_from,
             },
             cache_budget,
             object_limit,
+            algo,
         };
         Ok(ObjectWalker {
             progress: Arc::new(Progress::default()),
@@ -131,7 +127,13 @@ impl ObjectWalker {
         let w = py
             .detach(|| -> Result<_, PackError> {
                 let loose = std::mem::take(&mut job.loose);
-                let mut db = ObjectDb::open(&job.packs, loose, job.cache_budget, job.object_limit)?;
+                let mut db = ObjectDb::open(
+                    &job.packs,
+                    loose,
+                    job.cache_budget,
+                    job.object_limit,
+                    job.algo,
+                )?;
                 walk(&mut db, &job.commits, &job.roots, &job.opts, &progress)
             })
             .map_err(to_py_err)?;

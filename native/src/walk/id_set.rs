@@ -5,15 +5,17 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::pack::entry::ObjectId;
 
-/// An object id as three words, compared inline (a set of ids is asked tens of millions of
-/// times in a walk); ids are uniformly distributed, so the first word is a hash already.
+/// An object id as four words (room for a SHA-256 id; a SHA-1 id's last bytes are zero),
+/// compared inline (a set of ids is asked tens of millions of times in a walk); ids are
+/// uniformly distributed, so the first word is a hash already.
 #[derive(Clone, Copy)]
-struct IdKey(u64, u64, u32);
+struct IdKey([u64; 4]);
 
-// Written out: a derived comparison of the three words is merged into a call of memcmp.
+// Written out: a derived comparison of the words is merged into a call of memcmp.
 impl PartialEq for IdKey {
     fn eq(&self, o: &Self) -> bool {
-        ((self.0 ^ o.0) | (self.1 ^ o.1) | u64::from(self.2 ^ o.2)) == 0
+        let (a, b) = (&self.0, &o.0);
+        ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3])) == 0
     }
 }
 
@@ -21,17 +23,16 @@ impl Eq for IdKey {}
 
 impl IdKey {
     fn of(id: &ObjectId) -> Self {
-        IdKey(
-            u64::from_ne_bytes(id[..8].try_into().unwrap()),
-            u64::from_ne_bytes(id[8..16].try_into().unwrap()),
-            u32::from_ne_bytes(id[16..20].try_into().unwrap()),
-        )
+        let raw = id.padded();
+        IdKey(std::array::from_fn(|k| {
+            u64::from_ne_bytes(raw[8 * k..8 * k + 8].try_into().unwrap())
+        }))
     }
 }
 
 impl std::hash::Hash for IdKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.0);
+        state.write_u64(self.0[0]);
     }
 }
 

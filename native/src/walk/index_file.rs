@@ -6,11 +6,8 @@
 //! sparse index is refused (the caller walks with Git instead).
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_TREE};
+use crate::pack::entry::{HashAlgo, ObjectId, OBJ_BLOB, OBJ_TREE};
 use crate::walk::traverse::Root;
-
-/// The native walk reads SHA-1 repositories only so far (a SHA-256 one is left to Git's walk).
-const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
 
 fn bad(path: &std::path::Path, what: &str) -> PackError {
     PackError::general(format!("index file {} is corrupt: {what}", path.display()))
@@ -26,7 +23,10 @@ pub enum IndexRoots {
     Unsupported(&'static str),
 }
 
-pub fn index_roots(path: &std::path::Path) -> Result<IndexRoots> {
+pub fn index_roots(path: &std::path::Path, algo: HashAlgo) -> Result<IndexRoots> {
+    let rawsz = algo.rawsz();
+    // An entry: ctime, mtime, dev, ino, mode, uid, gid, size (40 bytes), the id, the flags.
+    let fixed = 40 + rawsz + 2;
     let data = match std::fs::read(path) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -34,7 +34,7 @@ pub fn index_roots(path: &std::path::Path) -> Result<IndexRoots> {
         }
         Err(e) => return Err(PackError::io(&format!("reading {}", path.display()), e)),
     };
-    if data.len() < 12 + RAWSZ || &data[..4] != b"DIRC" {
+    if data.len() < 12 + rawsz || &data[..4] != b"DIRC" {
         return Err(bad(path, "no index header"));
     }
     let version = be32(&data[4..]);
@@ -42,18 +42,18 @@ pub fn index_roots(path: &std::path::Path) -> Result<IndexRoots> {
         return Err(bad(path, "unknown index version"));
     }
     let count = be32(&data[8..]) as usize;
-    let end = data.len() - RAWSZ;
+    let end = data.len() - rawsz;
     let mut at = 12;
     let mut roots = Vec::new();
     let mut name: Vec<u8> = Vec::new();
     for _ in 0..count {
-        if at + 62 > end {
+        if at + fixed > end {
             return Err(bad(path, "entries cut off"));
         }
         let mode = be32(&data[at + 24..]);
-        let id: ObjectId = data[at + 40..at + 40 + RAWSZ].try_into().unwrap();
-        let flags = u16::from_be_bytes([data[at + 60], data[at + 61]]);
-        let mut p = at + 62;
+        let id = ObjectId::of(algo, &data[at + 40..at + 40 + rawsz]);
+        let flags = u16::from_be_bytes([data[at + fixed - 2], data[at + fixed - 1]]);
+        let mut p = at + fixed;
         if flags & 0x4000 != 0 {
             if version < 3 {
                 return Err(bad(path, "extended flags in a version 2 index"));
@@ -113,8 +113,10 @@ pub fn index_roots(path: &std::path::Path) -> Result<IndexRoots> {
             .get(at + 8..at + 8 + size)
             .ok_or_else(|| bad(path, "extension cut off"))?;
         match sig {
-            b"TREE" => trees = cache_tree(body).ok_or_else(|| bad(path, "bad cache tree"))?,
-            b"REUC" => undo = resolve_undo(body).ok_or_else(|| bad(path, "bad resolve-undo"))?,
+            b"TREE" => trees = cache_tree(body, algo).ok_or_else(|| bad(path, "bad cache tree"))?,
+            b"REUC" => {
+                undo = resolve_undo(body, algo).ok_or_else(|| bad(path, "bad resolve-undo"))?
+            }
             b"link" => return Ok(IndexRoots::Unsupported("a split index")),
             b"sdir" => return Ok(IndexRoots::Unsupported("a sparse index")),
             _ => {}
@@ -132,7 +134,7 @@ struct Node {
     subtrees: Vec<Node>,
 }
 
-fn read_node(body: &[u8], at: &mut usize) -> Option<Node> {
+fn read_node(body: &[u8], at: &mut usize, algo: HashAlgo) -> Option<Node> {
     let nul = body[*at..].iter().position(|&c| c == 0)?;
     let name = body[*at..*at + nul].to_vec();
     *at += nul + 1;
@@ -143,15 +145,15 @@ fn read_node(body: &[u8], at: &mut usize) -> Option<Node> {
     let entries: i64 = entries.parse().ok()?;
     let subtrees: usize = subtrees.parse().ok()?;
     let id = if entries >= 0 {
-        let id: ObjectId = body.get(*at..*at + RAWSZ)?.try_into().ok()?;
-        *at += RAWSZ;
+        let id = ObjectId::of(algo, body.get(*at..*at + algo.rawsz())?);
+        *at += algo.rawsz();
         Some(id)
     } else {
         None
     };
     let mut children = Vec::with_capacity(subtrees.min(1 << 16));
     for _ in 0..subtrees {
-        children.push(read_node(body, at)?);
+        children.push(read_node(body, at, algo)?);
     }
     // Git keeps a node's subtrees ordered by name length, then bytes (cache-tree.c).
     children.sort_by(|a, b| (a.name.len(), &a.name).cmp(&(b.name.len(), &b.name)));
@@ -162,9 +164,9 @@ fn read_node(body: &[u8], at: &mut usize) -> Option<Node> {
     })
 }
 
-fn cache_tree(body: &[u8]) -> Option<Vec<Root>> {
+fn cache_tree(body: &[u8], algo: HashAlgo) -> Option<Vec<Root>> {
     let mut at = 0;
-    let root = read_node(body, &mut at)?;
+    let root = read_node(body, &mut at, algo)?;
     let mut out = Vec::new();
     // add_cache_tree: a node's tree (if valid), then its subtrees; iterative for deep trees.
     let mut stack: Vec<(Node, Vec<u8>)> = vec![(root, Vec::new())];
@@ -188,7 +190,7 @@ fn cache_tree(body: &[u8]) -> Option<Vec<Root>> {
     Some(out)
 }
 
-fn resolve_undo(body: &[u8]) -> Option<Vec<Root>> {
+fn resolve_undo(body: &[u8], algo: HashAlgo) -> Option<Vec<Root>> {
     // A sorted string list in Git; a path recorded twice keeps its last record.
     let mut entries: std::collections::BTreeMap<Vec<u8>, ([u32; 3], Vec<ObjectId>)> =
         Default::default();
@@ -206,8 +208,8 @@ fn resolve_undo(body: &[u8]) -> Option<Vec<Root>> {
         let mut ids = Vec::new();
         for m in modes {
             if m != 0 {
-                ids.push(body.get(at..at + RAWSZ)?.try_into().ok()?);
-                at += RAWSZ;
+                ids.push(ObjectId::of(algo, body.get(at..at + algo.rawsz())?));
+                at += algo.rawsz();
             }
         }
         entries.insert(path, (modes, ids));

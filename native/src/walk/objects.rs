@@ -5,10 +5,6 @@ use crate::error::{PackError, Result};
 use crate::pack::entry::{type_named, ObjectId};
 use crate::pack::hash::{hex, parse_hex};
 
-/// The native walk reads SHA-1 repositories only so far (a SHA-256 one is left to Git's walk).
-const HASH: crate::pack::object_id::HashAlgo = crate::pack::object_id::HashAlgo::Sha1;
-const RAWSZ: usize = HASH.rawsz();
-
 pub struct Commit {
     pub tree: ObjectId,
     pub parents: Vec<ObjectId>,
@@ -20,12 +16,14 @@ fn bad(id: &ObjectId, what: &str) -> PackError {
     PackError::general(format!("{what} in object {}", hex(id)))
 }
 
+/// A commit's links; the ids it names are of its own id's hash.
 pub fn parse_commit(id: &ObjectId, data: &[u8]) -> Result<Commit> {
-    let hexsz = 2 * RAWSZ;
+    let algo = id.algo();
+    let hexsz = algo.hexsz();
     if data.len() <= hexsz + 6 || &data[..5] != b"tree " || data[5 + hexsz] != b'\n' {
         return Err(bad(id, "bad tree pointer"));
     }
-    let tree = parse_hex(HASH, &data[5..5 + hexsz]).ok_or_else(|| bad(id, "bad tree pointer"))?;
+    let tree = parse_hex(algo, &data[5..5 + hexsz]).ok_or_else(|| bad(id, "bad tree pointer"))?;
     let mut at = 6 + hexsz;
     let mut parents = Vec::new();
     while at + 7 + hexsz < data.len() && &data[at..at + 7] == b"parent " {
@@ -33,7 +31,7 @@ pub fn parse_commit(id: &ObjectId, data: &[u8]) -> Result<Commit> {
             return Err(bad(id, "bad parents"));
         }
         parents.push(
-            parse_hex(HASH, &data[at + 7..at + 7 + hexsz]).ok_or_else(|| bad(id, "bad parents"))?,
+            parse_hex(algo, &data[at + 7..at + 7 + hexsz]).ok_or_else(|| bad(id, "bad parents"))?,
         );
         at += 8 + hexsz;
     }
@@ -132,15 +130,16 @@ pub fn tree_entry_at<'a>(
             .iter()
             .position(|&c| c == 0)
             .ok_or_else(malformed)?;
-    if nul == sp + 1 || rest.len() < nul + 1 + RAWSZ {
+    let rawsz = id.algo().rawsz();
+    if nul == sp + 1 || rest.len() < nul + 1 + rawsz {
         return Err(malformed());
     }
     let entry = TreeEntry {
         mode,
         name: &rest[sp + 1..nul],
-        id: &rest[nul + 1..nul + 1 + RAWSZ],
+        id: &rest[nul + 1..nul + 1 + rawsz],
     };
-    Ok(Some((entry, at + nul + 1 + RAWSZ)))
+    Ok(Some((entry, at + nul + 1 + rawsz)))
 }
 
 pub struct Tag {
@@ -152,11 +151,12 @@ pub struct Tag {
 
 /// parse_tag_buffer: "object <hex>\ntype <type>\n", then an optional "tag <name>\n".
 pub fn parse_tag(id: &ObjectId, data: &[u8]) -> Result<Tag> {
-    let hexsz = 2 * RAWSZ;
+    let algo = id.algo();
+    let hexsz = algo.hexsz();
     if data.len() < 7 + hexsz + 1 || &data[..7] != b"object " || data[7 + hexsz] != b'\n' {
         return Err(bad(id, "bad tag"));
     }
-    let object = parse_hex(HASH, &data[7..7 + hexsz]).ok_or_else(|| bad(id, "bad tag"))?;
+    let object = parse_hex(algo, &data[7..7 + hexsz]).ok_or_else(|| bad(id, "bad tag"))?;
     let rest = &data[8 + hexsz..];
     let line = |r: &[u8], key: &[u8]| -> Option<(Vec<u8>, usize)> {
         if !r.starts_with(key) {
@@ -194,11 +194,11 @@ mod tests {
 
     #[test]
     fn tree_entries_in_order() {
-        let id = ObjectId::null(HASH);
+        let id = ObjectId::null(crate::pack::entry::HashAlgo::Sha1);
         let mut t = b"100644 a\0".to_vec();
-        t.extend([1u8; RAWSZ]);
+        t.extend([1u8; 20]);
         t.extend(b"40000 dir\0");
-        t.extend([2u8; RAWSZ]);
+        t.extend([2u8; 20]);
         let (first, next) = tree_entry_at(&id, &t, 0).unwrap().unwrap();
         assert_eq!(
             (first.mode, first.name, first.id[0]),

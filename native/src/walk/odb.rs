@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::error::{PackError, Result};
 use crate::pack::delta::{copied_ranges, Copied};
 use crate::pack::delta_chain::{decode, BaseCache, ChainLinks, ChainStats, Object};
-use crate::pack::entry::{is_delta, parse_header, BaseRef, ObjectId, MAX_HEADER_LEN};
+use crate::pack::entry::{is_delta, parse_header, BaseRef, HashAlgo, ObjectId, MAX_HEADER_LEN};
 use crate::pack::inflate::Inflater;
 use crate::pack::lru::Lru;
 use crate::walk::pack_index::IndexedPack;
@@ -216,16 +216,17 @@ pub struct Read {
 }
 
 impl ObjectDb {
-    /// `loose`: (id, path) sorted by id.
+    /// `loose`: (id, path) sorted by id; the objects are named by `algo`.
     pub fn open(
         packs: &[PathBuf],
         loose: Vec<(ObjectId, PathBuf)>,
         budget: u64,
         object_limit: u64,
+        algo: HashAlgo,
     ) -> Result<Self> {
         let packs = packs
             .iter()
-            .map(|p| IndexedPack::open(p))
+            .map(|p| IndexedPack::open(p, algo))
             .collect::<Result<Vec<_>>>()?;
         let (loose_ids, loose_paths): (Vec<_>, Vec<_>) = loose.into_iter().unzip();
         let longest = packs.iter().map(|p| p.ids.len()).max().unwrap_or(0);

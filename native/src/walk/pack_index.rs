@@ -5,11 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::ObjectId;
+use crate::pack::entry::{HashAlgo, ObjectId};
 use crate::pack::source::PackFile;
-
-/// The native walk reads SHA-1 repositories only so far (a SHA-256 one is left to Git's walk).
-const RAWSZ: usize = crate::pack::object_id::HashAlgo::Sha1.rawsz();
 
 /// One pack and its index: ids sorted, the offset of each, and the offsets sorted (an entry
 /// ends where the next one starts).
@@ -29,7 +26,8 @@ fn be32(b: &[u8]) -> u32 {
 }
 
 /// Read a pack's `.idx`, version 2 or 1 (gitformat-pack).
-fn read_idx(idx: &Path) -> Result<([u32; 256], Vec<ObjectId>, Vec<u64>)> {
+fn read_idx(idx: &Path, algo: HashAlgo) -> Result<([u32; 256], Vec<ObjectId>, Vec<u64>)> {
+    let rawsz = algo.rawsz();
     let data =
         std::fs::read(idx).map_err(|e| PackError::io(&format!("reading {}", idx.display()), e))?;
     let bad = |what: &str| PackError::general(format!("{} is corrupt: {what}", idx.display()));
@@ -42,7 +40,7 @@ fn read_idx(idx: &Path) -> Result<([u32; 256], Vec<ObjectId>, Vec<u64>)> {
     } else {
         0
     };
-    if data.len() < fan_at + 1024 + 2 * RAWSZ {
+    if data.len() < fan_at + 1024 + 2 * rawsz {
         return Err(bad("too short"));
     }
     let mut fanout = [0u32; 256];
@@ -54,18 +52,17 @@ fn read_idx(idx: &Path) -> Result<([u32; 256], Vec<ObjectId>, Vec<u64>)> {
     let mut offsets = Vec::with_capacity(n);
     let body = fan_at + 1024;
     if v2 {
-        let (names, crcs) = (body, body + n * RAWSZ);
+        let (names, crcs) = (body, body + n * rawsz);
         let small = crcs + 4 * n;
         let large = small + 4 * n;
-        if data.len() < large + 2 * RAWSZ {
+        if data.len() < large + 2 * rawsz {
             return Err(bad("too short"));
         }
         for i in 0..n {
-            ids.push(
-                data[names + i * RAWSZ..names + (i + 1) * RAWSZ]
-                    .try_into()
-                    .unwrap(),
-            );
+            ids.push(ObjectId::of(
+                algo,
+                &data[names + i * rawsz..names + (i + 1) * rawsz],
+            ));
             let o = be32(&data[small + 4 * i..]);
             offsets.push(if o & 0x8000_0000 == 0 {
                 u64::from(o)
@@ -78,13 +75,13 @@ fn read_idx(idx: &Path) -> Result<([u32; 256], Vec<ObjectId>, Vec<u64>)> {
             });
         }
     } else {
-        if data.len() < body + n * (4 + RAWSZ) + 2 * RAWSZ {
+        if data.len() < body + n * (4 + rawsz) + 2 * rawsz {
             return Err(bad("too short"));
         }
         for i in 0..n {
-            let e = body + i * (4 + RAWSZ);
+            let e = body + i * (4 + rawsz);
             offsets.push(u64::from(be32(&data[e..])));
-            ids.push(data[e + 4..e + 4 + RAWSZ].try_into().unwrap());
+            ids.push(ObjectId::of(algo, &data[e + 4..e + 4 + rawsz]));
         }
     }
     if ids.windows(2).any(|w| w[0] >= w[1]) {
@@ -98,14 +95,14 @@ fn key_of(id: &ObjectId) -> u64 {
 }
 
 impl IndexedPack {
-    pub fn open(path: &Path) -> Result<Self> {
-        let (fanout, ids, offsets) = read_idx(&path.with_extension("idx"))?;
+    pub fn open(path: &Path, algo: HashAlgo) -> Result<Self> {
+        let (fanout, ids, offsets) = read_idx(&path.with_extension("idx"), algo)?;
         let mut sorted_offsets = offsets.clone();
         sorted_offsets.sort_unstable();
         let keys = ids.iter().map(key_of).collect();
         Ok(IndexedPack {
             path: path.to_path_buf(),
-            pack: PackFile::open(path, false, crate::pack::object_id::HashAlgo::Sha1)?,
+            pack: PackFile::open(path, false, algo)?,
             fanout,
             ids,
             keys,
@@ -166,7 +163,7 @@ impl IndexedPack {
         self.sorted_offsets
             .get(i)
             .copied()
-            .unwrap_or(self.pack.len.saturating_sub(RAWSZ as u64))
+            .unwrap_or(self.pack.len.saturating_sub(self.pack.trailer_len()))
     }
 
     pub fn corrupt(&self, offset: u64, what: &str) -> PackError {
