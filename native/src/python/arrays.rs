@@ -50,6 +50,13 @@ pub(crate) fn hash_named(name: &str) -> PyResult<HashAlgo> {
     })
 }
 
+/// `b`, concatenated ids of `algo`, as object ids; `what` names them in the error.
+pub(crate) fn ids_column(algo: HashAlgo, b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
+    crate::pack::object_id::ids_of(algo, b).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!("{what}: not a whole number of object ids"))
+    })
+}
+
 /// `raw` as one id of `algo`; `what` names it in the error.
 pub(crate) fn one_id(algo: HashAlgo, raw: &[u8], what: &str) -> PyResult<ObjectId> {
     ObjectId::try_from(raw)

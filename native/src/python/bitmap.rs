@@ -11,8 +11,8 @@ use crate::pack::entry_headers::read_entries;
 use crate::pack::object_read::Store;
 use crate::pack::pack_entries::PackEntries;
 use crate::pack::source::PackFile;
+use crate::python::arrays::ids_column;
 use crate::python::arrays::{i64s, u32s, u64s};
-use crate::python::write::ids_column;
 use crate::{to_py_err, PackFormatError};
 
 type BitmapOutcome<'py> = (

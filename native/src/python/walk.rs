@@ -11,17 +11,11 @@ use pyo3::types::{PyBytes, PyTuple};
 use crate::error::PackError;
 use crate::pack::entry::{HashAlgo, ObjectId};
 use crate::progress::Progress;
-use crate::python::arrays::{bytes_of, hash_named, one_id};
+use crate::python::arrays::{bytes_of, hash_named, ids_column, one_id};
 use crate::to_py_err;
 use crate::walk::index_file::{index_roots, IndexRoots};
 use crate::walk::odb::ObjectDb;
 use crate::walk::traverse::{walk, Root, WalkOptions, READ_AHEAD_FROM};
-
-fn ids_of(algo: HashAlgo, b: &[u8]) -> PyResult<Vec<ObjectId>> {
-    crate::pack::object_id::ids_of(algo, b).ok_or_else(|| {
-        pyo3::exceptions::PyValueError::new_err("ids: not a whole number of object ids")
-    })
-}
 
 struct Job {
     packs: Vec<PathBuf>,
@@ -70,7 +64,7 @@ impl ObjectWalker {
         object_format: &str,
     ) -> PyResult<Self> {
         let algo = hash_named(object_format)?;
-        let loose_ids = ids_of(algo, loose_ids)?;
+        let loose_ids = ids_column(algo, loose_ids, "loose ids")?;
         if loose_ids.len() != loose_paths.len() || loose_ids.windows(2).any(|w| w[0] >= w[1]) {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "loose ids: not sorted, or not one per path",
@@ -95,12 +89,12 @@ impl ObjectWalker {
         let job = Job {
             packs,
             loose: loose_ids.into_iter().zip(loose_paths).collect(),
-            commits: ids_of(algo, commits)?,
+            commits: ids_column(algo, commits, "commits")?,
             roots,
             opts: WalkOptions {
                 in_commit_order,
                 missing_ok,
-                shallow: ids_of(algo, shallow)?,
+                shallow: ids_column(algo, shallow, "shallow commits")?,
                 threads,
                 read_ahead_from,
             },

@@ -9,11 +9,11 @@ use pyo3::types::{PyBytes, PyTuple};
 
 use crate::error::PackError;
 use crate::pack::entry::ObjectId;
-use crate::pack::object_id::{concat, ids_of, HashAlgo};
+use crate::pack::object_id::{concat, HashAlgo};
 use crate::pack::object_read::Store;
 use crate::pack::pack_entries::PackEntries;
 use crate::progress::Progress;
-use crate::python::arrays::{self, bytes_of, i64s, u32s, u64s, Col, SourceArgs};
+use crate::python::arrays::{self, bytes_of, i64s, ids_column, u32s, u64s, Col, SourceArgs};
 use crate::to_py_err;
 use crate::write::object_check::check_objects;
 use crate::write::pack_writer::{write_pack, Plan};
@@ -294,13 +294,6 @@ impl ObjectCheck {
     fn cancel(&self) {
         self.progress.cancelled.store(true, Ordering::Relaxed);
     }
-}
-
-/// `b`, concatenated ids of `algo`, as object ids.
-pub(crate) fn ids_column(algo: HashAlgo, b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
-    ids_of(algo, b).ok_or_else(|| {
-        pyo3::exceptions::PyValueError::new_err(format!("{what}: not a whole number of object ids"))
-    })
 }
 
 /// ids::sort_order over concatenated ids of `object_format`, as native i64s.
