@@ -20,15 +20,16 @@ from packorder.repacking import native_walk, snapshot
 
 
 def walks(
-    git_dir: Path, in_commit_order: bool, read_ahead: bool = False
+    git_dir: Path, in_commit_order: bool, run_items: int | None = None
 ) -> tuple[tuple[bytes, bytes, set[bytes]], tuple[bytes, bytes, set[bytes]]]:
-    """(native, git): ids, name hashes, missing ids. `read_ahead`: the native walk reads
-    trees ahead on a second thread whatever the repository's size."""
+    """(native, git): ids, name hashes, missing ids. `run_items`: the native walk runs on two
+    threads whatever the repository's size, each walking that many trees at a time (runs
+    that small make every object meet the joining of runs)."""
     snap = snapshot.listed(git_dir)
     packs = snap.local_packs + snap.foreign_packs
     promisor = any(p.with_suffix(".promisor").exists() for p in packs)
     config = gitcmd.read_config(snap.git_dir)
-    ahead = {"threads": 2, "read_ahead_from": 0} if read_ahead else {"threads": 1}
+    ahead = {"threads": 2, "parallel_from": 0, "run_items": run_items} if run_items else {"threads": 1}
     loose = snap.loose + snap.foreign_loose
     ours = native_walk.start(snap.git_dir, packs, loose, promisor, in_commit_order, config, **ahead)
     assert ours is not None
@@ -42,14 +43,14 @@ def walks(
 
 def assert_same_walk(git_dir: Path) -> int:
     rawsz = snapshot.listed(git_dir).fmt.rawsz
-    for in_commit_order, read_ahead in ((False, False), (True, False), (False, True), (True, True)):
-        ours, theirs = walks(git_dir, in_commit_order, read_ahead)
+    for in_commit_order, run_items in ((False, None), (True, None), (False, 1), (True, 1), (False, 3), (True, 7)):
+        ours, theirs = walks(git_dir, in_commit_order, run_items)
         ids, git_ids = ours[0], theirs[0]
         n = len(git_ids) // rawsz
         at = [slice(rawsz * i, rawsz * (i + 1)) for i in range(n)]
         first = next((i for i in range(n) if ids[at[i]] != git_ids[at[i]]), None)
         assert first is None and len(ids) == len(git_ids), (
-            f"in_commit_order={in_commit_order}, read_ahead={read_ahead}: object {first} differs "
+            f"in_commit_order={in_commit_order}, run_items={run_items}: object {first} differs "
             f"({len(ids) // rawsz} vs {n} objects)"
         )
         assert ours[1] == theirs[1], "name hashes differ"
@@ -213,8 +214,8 @@ def test_a_partial_clone_reports_what_it_lacks_as_git_does(tmp_path: Path) -> No
     repo.run("config", "uploadpack.allowFilter", "true")
     clone = tmp_path / "partial.git"
     git(None, "clone", "-q", "--bare", "--filter=blob:none", f"file://{repo.path}", str(clone))
-    for read_ahead in (False, True):
-        ours, theirs = walks(clone, False, read_ahead)
+    for run_items in (None, 1, 2):
+        ours, theirs = walks(clone, False, run_items)
         assert ours == theirs and len(ours[2]) > 10
     # And repacked so, without fetching anything.
     (clone / "config").write_text((clone / "config").read_text() + "[packorder]\n\twalk = native\n")
@@ -234,6 +235,25 @@ def test_a_missing_object_nothing_promises_fails_before_anything_is_written(tmp_
     with pytest.raises(RepositoryError, match=f"missing blob {lost}; nothing was changed"):
         packorder.repack(repo.path)
     assert sorted(p.name for p in (repo.git_dir / "objects").rglob("*")) == before
+
+
+def test_a_missing_object_stops_the_walk_on_every_core(tmp_path: Path) -> None:
+    """The walk on two threads, a tree at a time, with a blob missing from a later tree: the
+    failure of one run stops the others and is the walk's error."""
+    repo = Repo(tmp_path / "repo")
+    for i in range(6):
+        repo.write(f"f{i}.txt", f"version {i}\n")
+        repo.commit(f"commit {i}")
+    lost = repo.run("rev-parse", "HEAD~2:f3.txt").decode().strip()
+    (repo.git_dir / "objects" / lost[:2] / lost[2:]).unlink()
+    snap = snapshot.listed(repo.git_dir)
+    config = gitcmd.read_config(repo.git_dir)
+    walk = native_walk.start(
+        repo.git_dir, snap.local_packs, snap.loose, False, False, config, threads=2, parallel_from=0, run_items=1
+    )
+    assert walk is not None
+    with pytest.raises(RepositoryError, match=f"missing blob {lost}"):
+        walk.result()
 
 
 def test_an_index_the_walk_leaves_to_git(tmp_path: Path) -> None:

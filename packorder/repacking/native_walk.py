@@ -166,12 +166,14 @@ def start(
     in_commit_order: bool,
     config: gitcmd.Config,
     threads: int | None = None,
-    read_ahead_from: int | None = None,
+    parallel_from: int | None = None,
+    run_items: int | None = None,
 ) -> NativeWalk | None:
     """Start the walk over `packs` and `loose` (the snapshot's, alternates' included); None
     when the repository has what this walk leaves to Git. `threads` (default: pack.threads,
-    else every core) of 2 or more read trees ahead on a second core, on packs of at least
-    `read_ahead_from` objects (default: the core's threshold)."""
+    else every core) of 2 or more walk trees on that many cores, on packs of at least
+    `parallel_from` objects, `run_items` trees a time (defaults: the core's; tests make
+    runs small)."""
     if graft_roots(git_dir):
         return None
     fmt = object_formats.named(config.object_format)
@@ -182,7 +184,7 @@ def start(
     loose = sorted({oid: path for oid, path in reversed(loose)}.items())
     try:
         walker = _walker(
-            git_dir, packs, loose, commits, refs, missing_ok, in_commit_order, config, threads, read_ahead_from
+            git_dir, packs, loose, commits, refs, missing_ok, in_commit_order, config, threads, parallel_from, run_items
         )
     except _native.PackFormatError as e:  # an index file it cannot read
         raise walk_failed(e.args[0].encode(), 1) from None
@@ -201,7 +203,8 @@ def _walker(
     in_commit_order: bool,
     config: gitcmd.Config,
     threads: int | None,
-    read_ahead_from: int | None,
+    parallel_from: int | None,
+    run_items: int | None,
 ) -> _native.ObjectWalker:
     return _native.ObjectWalker(
         [str(p) for p in packs],
@@ -216,6 +219,7 @@ def _walker(
         min(WALK_CACHE, delta_base_cache_limit(config)),
         physical_memory(),
         thread_count(config, threads, "packorder.threads", "pack.threads"),
-        **({} if read_ahead_from is None else {"read_ahead_from": read_ahead_from}),
+        **({} if parallel_from is None else {"parallel_from": parallel_from}),
+        **({} if run_items is None else {"run_items": run_items}),
         object_format=config.object_format,
     )

@@ -15,7 +15,8 @@ use crate::python::arrays::{bytes_of, hash_named, ids_column, one_id};
 use crate::to_py_err;
 use crate::walk::index_file::{index_roots, IndexRoots};
 use crate::walk::odb::ObjectDb;
-use crate::walk::traverse::{walk, Root, WalkOptions, READ_AHEAD_FROM};
+use crate::walk::parallel::RUN_ITEMS;
+use crate::walk::traverse::{walk, Root, WalkOptions, PARALLEL_FROM};
 
 struct Job {
     packs: Vec<PathBuf>,
@@ -43,9 +44,10 @@ impl ObjectWalker {
     /// with loose_paths; commits: the starting commits in Git's order; roots:
     /// [(id, path or None)] that are not commits, in order; index_files: the worktrees'
     /// indexes, in Git's order (read here); shallow: sorted ids whose parents are not walked;
-    /// threads: 2 or more reads trees ahead on another core, from read_ahead_from objects.
+    /// threads: 2 or more walks on that many cores, from parallel_from objects, run_items
+    /// items at a time.
     #[new]
-    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, cache_budget, object_limit, threads=1, read_ahead_from=READ_AHEAD_FROM, object_format="sha1"))]
+    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, cache_budget, object_limit, threads=1, parallel_from=PARALLEL_FROM, run_items=RUN_ITEMS, object_format="sha1"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         packs: Vec<PathBuf>,
@@ -60,7 +62,8 @@ impl ObjectWalker {
         cache_budget: u64,
         object_limit: u64,
         threads: usize,
-        read_ahead_from: usize,
+        parallel_from: usize,
+        run_items: usize,
         object_format: &str,
     ) -> PyResult<Self> {
         let algo = hash_named(object_format)?;
@@ -96,7 +99,8 @@ impl ObjectWalker {
                 missing_ok,
                 shallow: ids_column(algo, shallow, "shallow commits")?,
                 threads,
-                read_ahead_from,
+                parallel_from,
+                run_items,
             },
             cache_budget,
             object_limit,

@@ -74,6 +74,24 @@ impl IdSet {
     }
 }
 
+/// Objects marked by their numbers (ObjectDb::locate): a bit each.
+#[derive(Default)]
+pub struct Marks(Vec<u64>);
+
+impl Marks {
+    pub fn new(objects: usize) -> Self {
+        Marks(vec![0; objects.div_ceil(64)])
+    }
+
+    /// Whether `n` was not marked (and now is).
+    pub fn insert(&mut self, n: u32) -> bool {
+        let (word, bit) = (n as usize / 64, 1u64 << (n % 64));
+        let new = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        new
+    }
+}
+
 /// Pack offsets are distinct enough to be their own hash.
 #[derive(Default)]
 pub struct LinkHasher(u64);

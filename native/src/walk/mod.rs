@@ -1,17 +1,19 @@
 //! packorder's own object walk, in place of `git rev-list --objects`: a repository's objects
 //! read by id (odb.rs, through each pack's index: pack_index.rs), the parts of commits, trees
 //! and tags a walk follows (objects.rs), what an index adds (index_file.rs), the walk in
-//! Git's order (traverse.rs), one tree as it reads it (tree.rs), the tree entries it may
-//! pass unread (copied.rs, same_path.rs), the trees a second thread reads ahead
-//! (prefetch.rs) and the sets it asks (id_set.rs).
+//! Git's order (traverse.rs: the commits' in commit_order.rs), one tree as it reads it (tree.rs),
+//! the tree entries it may pass unread (copied.rs, same_path.rs), the walk on every core
+//! (parallel.rs) and the sets it asks (id_set.rs).
 
+pub mod commit_order;
 pub mod copied;
 pub mod id_set;
 pub mod index_file;
+pub mod numbers;
 pub mod objects;
 pub mod odb;
 pub mod pack_index;
-pub mod prefetch;
+pub mod parallel;
 pub mod same_path;
 pub mod traverse;
 pub mod tree;

@@ -14,7 +14,23 @@ use crate::pack::delta_chain::{decode, BaseCache, ChainLinks, ChainStats, Object
 use crate::pack::entry::{is_delta, parse_header, BaseRef, HashAlgo, ObjectId, MAX_HEADER_LEN};
 use crate::pack::inflate::Inflater;
 use crate::pack::lru::Lru;
+use crate::walk::numbers::ObjectNumbers;
 use crate::walk::pack_index::IndexedPack;
+
+/// An iterator whose length is known (a chain of slices' iterators is not ExactSize).
+struct ExactLen<I>(I, usize);
+
+impl<I: Iterator> Iterator for ExactLen<I> {
+    type Item = I::Item;
+    fn next(&mut self) -> Option<I::Item> {
+        self.0.next()
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.1, Some(self.1))
+    }
+}
+
+impl<I: Iterator> ExactSizeIterator for ExactLen<I> {}
 
 /// Where an object is: entry `offset` of pack `pack`.
 type Link = (u32, u64);
@@ -194,6 +210,9 @@ pub struct ObjectDb {
     object_limit: u64,
     /// The most entries of one pack: no chain is longer.
     longest: usize,
+    /// The number of each pack's first object (see `number`), and of the first loose one.
+    first_numbers: Arc<Vec<u32>>,
+    numbers: Arc<ObjectNumbers>,
     pub stats: ChainStats,
 }
 
@@ -230,8 +249,36 @@ impl ObjectDb {
             .collect::<Result<Vec<_>>>()?;
         let (loose_ids, loose_paths): (Vec<_>, Vec<_>) = loose.into_iter().unzip();
         let longest = packs.iter().map(|p| p.ids.len()).max().unwrap_or(0);
+        let mut first_numbers = Vec::with_capacity(packs.len() + 1);
+        let mut total = 0u64;
+        for p in &packs {
+            first_numbers.push(u32::try_from(total).ok());
+            total += p.ids.len() as u64;
+        }
+        first_numbers.push(u32::try_from(total).ok());
+        let Some(first_numbers) = first_numbers.into_iter().collect::<Option<Vec<u32>>>() else {
+            return Err(PackError::general(
+                "more than 4 billion objects".to_string(),
+            ));
+        };
+        if u64::from(*first_numbers.last().unwrap()) + loose_ids.len() as u64 >= u64::from(u32::MAX)
+        {
+            return Err(PackError::general(
+                "more than 4 billion objects".to_string(),
+            ));
+        }
+        let all_ids = packs
+            .iter()
+            .flat_map(|p| p.ids.iter())
+            .chain(loose_ids.iter());
+        let numbers = ObjectNumbers::new(ExactLen(
+            all_ids,
+            first_numbers.last().copied().unwrap_or(0) as usize + loose_ids.len(),
+        ));
         Ok(ObjectDb {
             longest,
+            first_numbers: Arc::new(first_numbers),
+            numbers: Arc::new(numbers),
             packs: Arc::new(packs),
             loose_ids: Arc::new(loose_ids),
             loose_paths: Arc::new(loose_paths),
@@ -246,6 +293,8 @@ impl ObjectDb {
     pub fn sibling(&self) -> ObjectDb {
         ObjectDb {
             longest: self.longest,
+            first_numbers: self.first_numbers.clone(),
+            numbers: self.numbers.clone(),
             packs: self.packs.clone(),
             loose_ids: self.loose_ids.clone(),
             loose_paths: self.loose_paths.clone(),
@@ -262,12 +311,40 @@ impl ObjectDb {
     }
 
     pub fn find(&self, id: &ObjectId) -> Option<Found> {
-        for (i, p) in self.packs.iter().enumerate() {
-            if let Some(o) = p.find(id) {
-                return Some(Found::Packed(i as u32, o));
-            }
+        self.number(id).map(|n| self.place(n))
+    }
+
+    /// The number of `id`, if the repository has it: each object has one, below `objects()`
+    /// (an object in two packs has the first one's), so that a walk can mark what it has
+    /// seen in a bitmap instead of a set of ids.
+    pub fn number(&self, id: &ObjectId) -> Option<u32> {
+        let n = self.numbers.get(id)?;
+        // The table holds 20 bytes of an id: a longer one is confirmed whole.
+        (id.len() <= 20 || self.id_of(n) == id).then_some(n)
+    }
+
+    /// Where object `n` is.
+    pub fn place(&self, n: u32) -> Found {
+        let p = self.first_numbers.partition_point(|&f| f <= n) - 1;
+        let at = (n - self.first_numbers[p]) as usize;
+        match self.packs.get(p) {
+            Some(pack) => Found::Packed(p as u32, pack.offsets[at]),
+            None => Found::Loose(at),
         }
-        self.loose_ids.binary_search(id).ok().map(Found::Loose)
+    }
+
+    fn id_of(&self, n: u32) -> &ObjectId {
+        let p = self.first_numbers.partition_point(|&f| f <= n) - 1;
+        let at = (n - self.first_numbers[p]) as usize;
+        match self.packs.get(p) {
+            Some(pack) => &pack.ids[at],
+            None => &self.loose_ids[at],
+        }
+    }
+
+    /// How many numbers `locate` gives.
+    pub fn objects(&self) -> usize {
+        *self.first_numbers.last().unwrap() as usize + self.loose_ids.len()
     }
 
     /// The type and data of the object `at`.

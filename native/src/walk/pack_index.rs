@@ -115,6 +115,11 @@ impl IndexedPack {
     /// the last of its fanout bucket lands within a few places of it, and the search goes on
     /// from there in a window that doubles.
     pub fn find(&self, id: &ObjectId) -> Option<u64> {
+        self.position(id).map(|i| self.offsets[i])
+    }
+
+    /// Where `id` is in the sorted ids.
+    pub fn position(&self, id: &ObjectId) -> Option<usize> {
         let b = id[0] as usize;
         let lo = if b == 0 {
             0
@@ -150,7 +155,7 @@ impl IndexedPack {
         let mut i = a + self.keys[a..z].partition_point(|&k| k < key);
         while i < hi && self.keys[i] == key {
             if &self.ids[i] == id {
-                return Some(self.offsets[i]);
+                return Some(i);
             }
             i += 1;
         }

@@ -112,18 +112,38 @@ impl SamePath {
     }
 
     /// The first walked entry from `next` on that sorts after `name` by more than `past`
-    /// (Equal: after it; Less: at it or after), by bisection.
+    /// (Equal: after it; Less: at it or after). The answer is nearly always within an entry
+    /// or two of `next` (the entry read replaced the walked one there), so the search
+    /// gallops from `next` before it bisects.
     fn first_after(&self, name: &[u8], dir: bool, past: Ordering) -> usize {
-        let mut lo = self.next;
-        let mut hi = self.walked.starts.len();
+        let len = self.walked.starts.len();
+        let after = |k: usize| match name_of(&self.walked.data[self.start(k)..self.end(k)]) {
+            Some((walked_name, walked_dir)) => {
+                tree_order(walked_name, walked_dir, name, dir) > past
+            }
+            // Unparsable: stop here (a wrong answer costs only look-ups, never a wrong pass).
+            None => true,
+        };
+        let (mut lo, mut step) = (self.next, 1);
+        let mut hi = loop {
+            if lo >= len {
+                return len;
+            }
+            if after(lo) {
+                return lo;
+            }
+            let probe = lo + step;
+            if probe >= len || after(probe) {
+                break probe.min(len);
+            }
+            lo = probe + 1;
+            step *= 2;
+        };
+        lo += 1;
+        // after(lo - 1) is false and hi is len or after(hi) is true.
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let Some((walked_name, walked_dir)) =
-                name_of(&self.walked.data[self.start(mid)..self.end(mid)])
-            else {
-                return lo;
-            };
-            if tree_order(walked_name, walked_dir, name, dir) > past {
+            if after(mid) {
                 hi = mid;
             } else {
                 lo = mid + 1;
@@ -245,6 +265,37 @@ mod tests {
         let (mut at, mut out) = (0, Vec::new());
         assert_eq!(same.pass(&other, &mut at, &mut out), 0);
         assert_eq!(at, 0);
+    }
+
+    #[test]
+    fn first_after_agrees_with_a_scan() {
+        let names: Vec<String> = (0..40).map(|i| format!("n{:03}", i * 3)).collect();
+        let entries: Vec<Vec<u8>> = names.iter().map(|n| entry("100644", n, 1)).collect();
+        let (data, starts) = walked(&entries);
+        for next in [0, 1, 5, 39, 40] {
+            let same = SamePath {
+                walked: Walked {
+                    data: data.clone(),
+                    starts: starts.clone(),
+                },
+                next,
+            };
+            for probe in 0..125 {
+                let name = format!("n{probe:03}");
+                for past in [Ordering::Equal, Ordering::Less] {
+                    let scan = (next..names.len())
+                        .find(|&k| {
+                            tree_order(names[k].as_bytes(), false, name.as_bytes(), false) > past
+                        })
+                        .unwrap_or(names.len());
+                    assert_eq!(
+                        same.first_after(name.as_bytes(), false, past),
+                        scan,
+                        "{name} from {next}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

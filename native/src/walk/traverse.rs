@@ -11,19 +11,17 @@
 //! with its path. With `in_commit_order`, the objects not yet shown are flushed after each
 //! commit instead of at the end.
 
-use std::cmp::Reverse;
-use std::collections::BTreeMap;
-
 use crate::error::{PackError, Result};
 use crate::pack::delta_chain::Object;
-use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
+use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_TAG, OBJ_TREE};
 use crate::pack::hash::hex;
 use crate::progress::Progress;
+use crate::walk::commit_order::CommitOrder;
 use crate::walk::copied::WalkedTrees;
-use crate::walk::id_set::IdSet;
-use crate::walk::objects::{parse_commit, parse_tag, MODE_DIR, MODE_GITLINK};
+use crate::walk::id_set::{IdSet, Marks};
+use crate::walk::objects::{parse_tag, MODE_DIR, MODE_GITLINK};
 use crate::walk::odb::ObjectDb;
-use crate::walk::prefetch::{read_ahead, Prefetch};
+use crate::walk::parallel::walk_on_every_core;
 use crate::walk::same_path::{child_path, PathKey, PathTrees, ROOT_PATH};
 use crate::walk::tree::{read_tree, TreeCursor};
 use crate::write::revlist::name_hash;
@@ -43,44 +41,46 @@ pub struct WalkOptions {
     pub missing_ok: bool,
     /// Commits whose parents are not followed (a shallow clone's boundary), sorted.
     pub shallow: Vec<ObjectId>,
-    /// With two or more, trees are read ahead on a second core (prefetch.rs) when the
-    /// packs hold at least `read_ahead_from` objects.
+    /// With two or more, trees are walked on that many cores (parallel.rs) when the packs
+    /// hold at least `parallel_from` objects.
     pub threads: usize,
-    pub read_ahead_from: usize,
+    pub parallel_from: usize,
+    /// Items a thread walks at a time (parallel.rs's RUN_ITEMS but in tests).
+    pub run_items: usize,
 }
 
 #[derive(Default)]
 pub struct Walked {
     pub ids: Vec<ObjectId>,
     pub name_hashes: Vec<u32>,
+    /// Each shown object's number (ObjectDb::locate), NO_NUMBER for a commit.
+    pub numbers: Vec<u32>,
     pub missing: Vec<ObjectId>,
     /// Tree entries passed over unread, as copies of entries of a tree already walked.
     pub entries_passed: u64,
 }
 
-/// A commit waiting in the date-ordered list: its id, tree and parents.
-type Queued = (ObjectId, ObjectId, Vec<ObjectId>);
+pub const NO_NUMBER: u32 = u32::MAX;
 
-enum Pending {
+#[derive(Clone)]
+pub(super) enum Pending {
     Tag(ObjectId, Vec<u8>),
     Tree(ObjectId, Vec<u8>),
     Blob(ObjectId, Vec<u8>),
 }
 
-struct Walker<'a> {
+pub(super) struct Walker<'a> {
     db: &'a mut ObjectDb,
-    opts: &'a WalkOptions,
-    progress: &'a Progress,
+    pub(super) opts: &'a WalkOptions,
+    pub(super) progress: &'a Progress,
     out: Walked,
-    seen: IdSet,
+    /// The objects seen, by number (ObjectDb::locate); missing ones are in `missing`.
+    seen: Marks,
     missing: IdSet,
     walked: WalkedTrees,
     paths: PathTrees,
     /// Tree entries passed over as copies of a walked base's or of the last tree at their path.
     skipped: u64,
-    /// Trees read ahead by the other core, and how many trees were entered (its numbering).
-    prefetch: Option<&'a Prefetch>,
-    trees_entered: u64,
 }
 
 /// A tree being walked, and the length of its path (with the '/' after it) in the path buffer.
@@ -89,13 +89,45 @@ struct Frame {
     base_len: usize,
 }
 
-impl Walker<'_> {
-    fn show(&mut self, id: ObjectId, name: Option<&[u8]>) {
+impl<'a> Walker<'a> {
+    pub(super) fn new(db: &'a mut ObjectDb, opts: &'a WalkOptions, progress: &'a Progress) -> Self {
+        let objects = db.objects();
+        Walker {
+            db,
+            opts,
+            progress,
+            out: Walked::default(),
+            seen: Marks::new(objects),
+            missing: IdSet::default(),
+            walked: WalkedTrees::default(),
+            paths: PathTrees::default(),
+            skipped: 0,
+        }
+    }
+
+    /// What was shown since the last call, and the entries passed over.
+    pub(super) fn take_shown(&mut self) -> Walked {
+        let mut out = std::mem::take(&mut self.out);
+        out.entries_passed = std::mem::take(&mut self.skipped);
+        out
+    }
+
+    pub(super) fn objects(&self) -> usize {
+        self.db.objects()
+    }
+
+    pub(super) fn shown(&self) -> usize {
+        self.out.ids.len()
+    }
+
+    /// Show `id` (numbered `number`, or NO_NUMBER for a commit) found at `name`.
+    pub(super) fn show(&mut self, id: ObjectId, number: u32, name: Option<&[u8]>) {
         // rev-list prints a name up to its first newline, and the hash is of what it printed.
         let hash = name.map_or(0, |n| {
             name_hash(n.split(|&c| c == b'\n').next().unwrap_or(n))
         });
         self.out.ids.push(id);
+        self.out.numbers.push(number);
         self.out.name_hashes.push(hash);
     }
 
@@ -121,7 +153,12 @@ impl Walker<'_> {
         }
     }
 
-    fn read_as(&mut self, id: &ObjectId, kind: u8, what: &str) -> Result<Option<Object>> {
+    pub(super) fn read_as(
+        &mut self,
+        id: &ObjectId,
+        kind: u8,
+        what: &str,
+    ) -> Result<Option<Object>> {
         match self.read(id, what)? {
             None => Ok(None),
             Some((k, data)) if k == kind => Ok(Some(data)),
@@ -133,15 +170,12 @@ impl Walker<'_> {
     }
 
     fn blob(&mut self, id: ObjectId, path: &[u8]) -> Result<()> {
-        if !self.seen.insert(id) {
-            return Ok(());
+        match self.db.number(&id) {
+            Some(n) if self.seen.insert(n) => self.show(id, n, Some(path)),
+            Some(_) => {}
+            None => self.lost(id, "blob")?,
         }
-        if self.db.find(&id).is_some() {
-            self.show(id, Some(path));
-            Ok(())
-        } else {
-            self.lost(id, "blob")
-        }
+        Ok(())
     }
 
     /// process_tree: `path` is the tree's own path ("" at a root).
@@ -181,25 +215,17 @@ impl Walker<'_> {
         key: PathKey,
         stack: &mut Vec<Frame>,
     ) -> Result<bool> {
-        if self.seen.contains(&id) {
+        let Some(n) = self.db.number(&id) else {
+            self.lost(id, "tree")?;
+            return Ok(false);
+        };
+        if !self.seen.insert(n) {
             return Ok(false);
         }
-        self.seen.insert(id);
         // One tree of a large repository holds most of its history: stop within it.
         self.progress.check_cancelled()?;
-        let handed = self.prefetch.and_then(|p| p.take(self.trees_entered, &id));
-        let read = match handed {
-            Some(tree) => tree,
-            None => match read_tree(self.db, &id)? {
-                Some(tree) => tree,
-                None => {
-                    self.lost(id, "tree")?;
-                    return Ok(false);
-                }
-            },
-        };
-        self.trees_entered += 1;
-        self.show(id, Some(path));
+        let read = read_tree(self.db, &id, self.db.place(n))?;
+        self.show(id, n, Some(path));
         if !path.is_empty() {
             path.push(b'/');
         }
@@ -211,24 +237,25 @@ impl Walker<'_> {
         Ok(true)
     }
 
-    fn flush(&mut self, pending: &mut Vec<Pending>) -> Result<()> {
-        let mut path = Vec::new();
+    pub(super) fn flush(&mut self, pending: &mut Vec<Pending>) -> Result<()> {
         for p in pending.drain(..) {
-            self.progress.check_cancelled()?;
-            match p {
-                Pending::Tag(id, name) => {
-                    if self.seen.insert(id) {
-                        self.show(id, Some(&name));
-                    }
-                }
-                Pending::Tree(id, p) => {
-                    path = p;
-                    self.tree(id, &mut path)?;
-                }
-                Pending::Blob(id, p) => self.blob(id, &p)?,
-            }
+            self.walk_pending(p)?;
         }
-        drop(path);
+        Ok(())
+    }
+
+    /// One object waiting to be walked, and what it leads to.
+    pub(super) fn walk_pending(&mut self, p: Pending) -> Result<()> {
+        self.progress.check_cancelled()?;
+        match p {
+            Pending::Tag(id, name) => match self.db.number(&id) {
+                Some(n) if self.seen.insert(n) => self.show(id, n, Some(&name)),
+                Some(_) => {}
+                None => self.lost(id, "tag")?,
+            },
+            Pending::Tree(id, mut path) => self.tree(id, &mut path)?,
+            Pending::Blob(id, p) => self.blob(id, &p)?,
+        }
         Ok(())
     }
 
@@ -278,110 +305,40 @@ pub fn walk(
     opts: &WalkOptions,
     progress: &Progress,
 ) -> Result<Walked> {
-    let mut w = Walker {
-        db,
-        opts,
-        progress,
-        out: Walked::default(),
-        seen: IdSet::default(),
-        missing: IdSet::default(),
-        walked: WalkedTrees::default(),
-        paths: PathTrees::default(),
-        skipped: 0,
-        prefetch: None,
-        trees_entered: 0,
+    let parallel = opts.threads > 1 && db.packed_objects() >= opts.parallel_from;
+    let workers: Vec<ObjectDb> = match parallel {
+        true => (0..opts.threads).map(|_| db.sibling()).collect(),
+        false => Vec::new(),
     };
+    let mut w = Walker::new(db, opts, progress);
     let mut pending = Vec::new();
     for root in roots {
         w.prepare_root(root, &mut pending)?;
     }
     progress.start(crate::progress::PHASE_WALKING, 0);
+    let mut commit_order = CommitOrder::start(&mut w, commits)?;
+    if parallel {
+        return walk_on_every_core(w, commit_order, pending, workers);
+    }
     // The commits' order depends on commits alone: it is found first, and the trees read
     // after (interleaved with the commits when in commit order), as Git shows them.
-    let order = commit_order(&mut w, commits)?;
-    let trees: Vec<ObjectId> = pending
-        .iter()
-        .filter_map(|p| match p {
-            Pending::Tree(id, _) => Some(*id),
-            _ => None,
-        })
-        .chain(order.iter().map(|&(_, tree)| tree))
-        .collect();
-    let prefetch = Prefetch::new(PREFETCH_BUDGET);
-    let helper_db =
-        (opts.threads > 1 && w.db.packed_objects() >= READ_AHEAD_FROM).then(|| w.db.sibling());
-    std::thread::scope(|scope| {
-        if let Some(helper_db) = helper_db {
-            let (prefetch, trees) = (&prefetch, &trees);
-            scope.spawn(move || read_ahead(helper_db, trees, prefetch));
-            w.prefetch = Some(prefetch);
-        }
-        let shown = (|| -> Result<()> {
-            for &(id, tree) in &order {
-                progress.check_cancelled()?;
-                pending.push(Pending::Tree(tree, Vec::new()));
-                w.show(id, None);
-                if opts.in_commit_order {
-                    w.flush(&mut pending)?;
-                }
-            }
-            w.flush(&mut pending)
-        })();
-        prefetch.stop();
-        shown
-    })?;
-    w.out.entries_passed = w.skipped;
-    Ok(w.out)
-}
-
-/// Trees read ahead and not yet taken, at most (the other core's lead).
-const PREFETCH_BUDGET: usize = 32 << 20;
-
-/// Reading ahead pays on large repositories only (scripts/bench_walk.py, 5 runs, against
-/// the walk on one core): git/git (419,403 objects) 0.87 of rev-list's time instead of
-/// 0.95; libgit2 (134,603) 1.13 instead of 1.07, redis (94,856) 1.12 instead of 1.02.
-pub const READ_AHEAD_FROM: usize = 250_000;
-
-/// The commits in the order Git shows them, each with its tree: the starting ones sorted by
-/// date (a stable sort, newest first), then the newest taken each time and its parents not
-/// seen yet inserted after every commit at least as recent.
-fn commit_order(w: &mut Walker<'_>, commits: &[ObjectId]) -> Result<Vec<(ObjectId, ObjectId)>> {
-    let mut queue: BTreeMap<(Reverse<u64>, u64), Queued> = BTreeMap::new();
-    let mut seen_commits = IdSet::default();
-    let mut seq = 0u64;
-    let mut start = Vec::new();
-    for id in commits {
-        if seen_commits.insert(*id) {
-            let Some(data) = w.read_as(id, OBJ_COMMIT, "commit")? else {
-                continue;
-            };
-            let c = parse_commit(id, &data)?;
-            start.push((c.date, *id, c.tree, c.parents));
-        }
-    }
-    start.sort_by_key(|c| Reverse(c.0));
-    for (date, id, tree, parents) in start {
-        queue.insert((Reverse(date), seq), (id, tree, parents));
-        seq += 1;
-    }
     let mut order = Vec::new();
-    while let Some((_, (id, tree, parents))) = queue.pop_first() {
-        w.progress.check_cancelled()?;
-        order.push((id, tree));
-        if w.opts.shallow.binary_search(&id).is_ok() {
-            continue;
-        }
-        for p in parents {
-            if !seen_commits.insert(p) {
-                continue;
-            }
-            let Some(data) = w.read_as(&p, OBJ_COMMIT, "commit")? else {
-                continue;
-            };
-            let c = parse_commit(&p, &data)?;
-            queue.insert((Reverse(c.date), seq), (p, c.tree, c.parents));
-            seq += 1;
+    while let Some(commit) = commit_order.next(&mut w)? {
+        order.push(commit);
+    }
+    for (id, tree) in order {
+        progress.check_cancelled()?;
+        pending.push(Pending::Tree(tree, Vec::new()));
+        w.show(id, NO_NUMBER, None);
+        if opts.in_commit_order {
+            w.flush(&mut pending)?;
         }
     }
-    Ok(order)
+    w.flush(&mut pending)?;
+    Ok(w.take_shown())
 }
+
+/// Walking on every core pays on large repositories only (scripts/bench_walk.py, 5 runs,
+/// against the walk on one core): git/git (419,403 objects) 0.87 of rev-list's time instead of
+/// 0.95; libgit2 (134,603) 1.13 instead of 1.07, redis (94,856) 1.12 instead of 1.02.
+pub const PARALLEL_FROM: usize = 250_000;

@@ -1,7 +1,6 @@
 //! A tree as the walk reads it: read (with the delta it was rebuilt from), then its entries
 //! one after another, those its delta copied whole from a tree already walked passed over
-//! (copied.rs), and its entry starts kept for the trees that delta against it. The walk
-//! (traverse.rs) and the reading ahead (prefetch.rs) both go through here.
+//! (copied.rs), and its entry starts kept for the trees that delta against it.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -24,11 +23,8 @@ pub struct TreeRead {
     pub delta: Option<(EntryLink, Vec<Copied>)>,
 }
 
-/// The tree `id`, or None if the repository lacks it.
-pub fn read_tree(db: &mut ObjectDb, id: &ObjectId) -> Result<Option<TreeRead>> {
-    let Some(at) = db.find(id) else {
-        return Ok(None);
-    };
+/// The tree `id`, found `at`.
+pub fn read_tree(db: &mut ObjectDb, id: &ObjectId, at: Found) -> Result<TreeRead> {
     let mut read = db.read_with_delta(at)?;
     if read.kind != OBJ_TREE {
         return Err(PackError::general(format!(
@@ -47,11 +43,11 @@ pub fn read_tree(db: &mut ObjectDb, id: &ObjectId) -> Result<Option<TreeRead>> {
             read.delta = db.delta_of(link)?;
         }
     }
-    Ok(Some(TreeRead {
+    Ok(TreeRead {
         link,
         data: read.data,
         delta: read.delta,
-    }))
+    })
 }
 
 /// An entry a cursor gives: its mode, the object it names, and where its name is.

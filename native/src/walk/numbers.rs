@@ -1,0 +1,113 @@
+//! Every object of a repository numbered, and found by id in one look: a walk asks for each
+//! tree entry it cannot pass over whether it has seen the object, and a search of each
+//! pack's sorted ids (several cache misses an entry) was a sixth of its time. The table
+//! holds each id's first 20 bytes beside its number (a cache line at most); a longer id is
+//! confirmed against the rest of it by the caller.
+
+use crate::pack::entry::ObjectId;
+
+/// The bytes of an id kept in the table.
+const HEAD: usize = 20;
+const EMPTY: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Slot {
+    head: [u8; HEAD],
+    number: u32,
+}
+
+pub struct ObjectNumbers {
+    slots: Vec<Slot>,
+}
+
+impl ObjectNumbers {
+    /// The table of `ids`, numbered in order; an id met twice keeps its first number.
+    pub fn new<'a>(ids: impl ExactSizeIterator<Item = &'a ObjectId>) -> Self {
+        // Linear probing stays short at three quarters full.
+        let len = (ids.len() * 4 / 3).max(1) + 1;
+        let mut table = ObjectNumbers {
+            slots: vec![
+                Slot {
+                    head: [0; HEAD],
+                    number: EMPTY,
+                };
+                len
+            ],
+        };
+        for (number, id) in ids.enumerate() {
+            let head = head_of(id);
+            let mut i = table.home(&head);
+            loop {
+                let slot = &mut table.slots[i];
+                if slot.number == EMPTY {
+                    *slot = Slot {
+                        head,
+                        number: number as u32,
+                    };
+                    break;
+                }
+                if slot.head == head {
+                    // The same object again: the first is the one found. (Two SHA-256 ids
+                    // sharing 160 bits would be too; nobody can make such a pair.)
+                    break;
+                }
+                i = if i + 1 == table.slots.len() { 0 } else { i + 1 };
+            }
+        }
+        table
+    }
+
+    /// The number of the object whose id starts like `id`, if there is one.
+    pub fn get(&self, id: &ObjectId) -> Option<u32> {
+        let head = head_of(id);
+        let mut i = self.home(&head);
+        loop {
+            let slot = &self.slots[i];
+            if slot.number == EMPTY {
+                return None;
+            }
+            if slot.head == head {
+                return Some(slot.number);
+            }
+            i = if i + 1 == self.slots.len() { 0 } else { i + 1 };
+        }
+    }
+
+    /// Ids are uniformly distributed: eight of their bytes, scaled to the table, place them.
+    fn home(&self, head: &[u8; HEAD]) -> usize {
+        let h = u64::from_le_bytes(head[4..12].try_into().unwrap());
+        ((u128::from(h) * self.slots.len() as u128) >> 64) as usize
+    }
+}
+
+fn head_of(id: &ObjectId) -> [u8; HEAD] {
+    id[..HEAD].try_into().unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pack::entry::HashAlgo;
+
+    #[test]
+    fn finds_every_id_and_no_other() {
+        let ids: Vec<ObjectId> = (0u32..5000)
+            .map(|i| {
+                let mut b = [0u8; 20];
+                b[..4].copy_from_slice(&i.to_be_bytes());
+                b[4..8].copy_from_slice(&i.wrapping_mul(2_654_435_761).to_le_bytes());
+                ObjectId::of(HashAlgo::Sha1, &b)
+            })
+            .collect();
+        let mut with_twice = ids.clone();
+        with_twice.push(ids[7]);
+        let table = ObjectNumbers::new(with_twice.iter());
+        for (n, id) in ids.iter().enumerate() {
+            assert_eq!(table.get(id), Some(n as u32));
+        }
+        let mut other = [0u8; 20];
+        other[0] = 0xff;
+        assert_eq!(table.get(&ObjectId::of(HashAlgo::Sha1, &other)), None);
+    }
+}
