@@ -338,7 +338,7 @@ pub fn walk(
     Ok(w.take_shown())
 }
 
-/// Walking on every core pays on large repositories only (scripts/bench_walk.py, 5 runs,
-/// against the walk on one core): git/git (419,403 objects) 0.87 of rev-list's time instead of
-/// 0.95; libgit2 (134,603) 1.13 instead of 1.07, redis (94,856) 1.12 instead of 1.02.
-pub const PARALLEL_FROM: usize = 250_000;
+/// Walking on every core pays from small repositories on (2 cores, 3 runs each, on a busy
+/// machine: libgit2 0.86-0.92 s against 1.21-1.29 s on one; redis 1.03-1.47 against
+/// 1.35-1.58 s); below this the threads cost more than the trees they share.
+pub const PARALLEL_FROM: usize = 10_000;
