@@ -32,7 +32,9 @@ packs = snap.local_packs + snap.foreign_packs
 promisor = any(p.with_suffix(".promisor").exists() for p in packs)
 if walk == "native":
     config = gitcmd.read_config(snap.git_dir)
-    w = native_walk.start(snap.git_dir, packs, snap.loose + snap.foreign_loose, promisor, ico, config)
+    def no_fallback():
+        raise SystemExit("the native walk met objects pushed meanwhile: run again on a quiet repository")
+    w = native_walk.start(snap.git_dir, packs, snap.loose + snap.foreign_loose, promisor, ico, config, no_fallback)
 else:
     w = snapshot.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if ico else ())
 ids, hashes, missing = w.result()

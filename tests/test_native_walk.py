@@ -19,6 +19,10 @@ from packorder.errors import RepositoryError
 from packorder.repacking import native_walk, snapshot
 
 
+def no_fallback() -> native_walk.Walk:
+    raise AssertionError("the native walk fell back to Git's")
+
+
 def walks(
     git_dir: Path, in_commit_order: bool, run_items: int | None = None
 ) -> tuple[tuple[bytes, bytes, set[bytes]], tuple[bytes, bytes, set[bytes]]]:
@@ -31,7 +35,7 @@ def walks(
     config = gitcmd.read_config(snap.git_dir)
     ahead = {"threads": 2, "parallel_from": 0, "run_items": run_items} if run_items else {"threads": 1}
     loose = snap.loose + snap.foreign_loose
-    ours = native_walk.start(snap.git_dir, packs, loose, promisor, in_commit_order, config, **ahead)
+    ours = native_walk.start(snap.git_dir, packs, loose, promisor, in_commit_order, config, no_fallback, **ahead)
     assert ours is not None
     theirs = snapshot.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if in_commit_order else ())
 
@@ -249,7 +253,16 @@ def test_a_missing_object_stops_the_walk_on_every_core(tmp_path: Path) -> None:
     snap = snapshot.listed(repo.git_dir)
     config = gitcmd.read_config(repo.git_dir)
     walk = native_walk.start(
-        repo.git_dir, snap.local_packs, snap.loose, False, False, config, threads=2, parallel_from=0, run_items=1
+        repo.git_dir,
+        snap.local_packs,
+        snap.loose,
+        False,
+        False,
+        config,
+        no_fallback,
+        threads=2,
+        parallel_from=0,
+        run_items=1,
     )
     assert walk is not None
     with pytest.raises(RepositoryError, match=f"missing blob {lost}"):
@@ -263,7 +276,7 @@ def test_an_index_the_walk_leaves_to_git(tmp_path: Path) -> None:
     repo.run("update-index", "--split-index")
     snap = snapshot.listed(repo.git_dir)
     config = gitcmd.read_config(repo.git_dir)
-    assert native_walk.start(repo.git_dir, snap.local_packs, snap.loose, False, False, config) is None
+    assert native_walk.start(repo.git_dir, snap.local_packs, snap.loose, False, False, config, no_fallback) is None
 
 
 def test_a_repack_with_the_native_walk_writes_the_same_pack(tmp_path: Path) -> None:
@@ -299,7 +312,7 @@ def test_a_reflog_naming_a_blob_leaves_the_walk_to_git(tmp_path: Path) -> None:
     repo.run("update-ref", "refs/misc/x", head)
     snap = snapshot.listed(repo.git_dir)
     config = gitcmd.read_config(repo.git_dir)
-    assert native_walk.start(repo.git_dir, snap.local_packs, snap.loose, False, False, config) is None
+    assert native_walk.start(repo.git_dir, snap.local_packs, snap.loose, False, False, config, no_fallback) is None
     repo.run("config", "packorder.walk", "native")
     packorder.repack(repo.path, cruft_expiration="now")
     assert repo.run("cat-file", "-t", blob).decode().strip() == "blob"
@@ -312,17 +325,45 @@ def test_a_cancelled_walk_stops_as_interrupted(tmp_path: Path, monkeypatch: pyte
     started: list = []
 
     class Cancelled(native_walk.NativeWalk):
-        def __init__(self, walker, in_commit_order: bool) -> None:  # type: ignore[no-untyped-def]
+        def __init__(self, walker, *args) -> None:  # type: ignore[no-untyped-def]
             walker.cancel()
             started.append(walker)
-            super().__init__(walker, in_commit_order)
+            super().__init__(walker, *args)
 
     monkeypatch.setattr(native_walk, "NativeWalk", Cancelled)
     snap = snapshot.listed(repo.git_dir)
-    walk = native_walk.start(snap.git_dir, snap.local_packs, snap.loose, False, False, gitcmd.read_config(snap.git_dir))
+    walk = native_walk.start(
+        snap.git_dir, snap.local_packs, snap.loose, False, False, gitcmd.read_config(snap.git_dir), no_fallback
+    )
     assert walk is not None and started
     with pytest.raises(packorder.Interrupted):
         walk.result()
+
+
+@pytest.mark.parametrize("missing_ok", [False, True])
+def test_objects_pushed_after_the_listing_make_it_gits_walk(tmp_path: Path, missing_ok: bool) -> None:
+    """A push between the listing and Git's reading of the refs names objects the listing
+    lacks: the walk cannot follow them, and since the repository has them when it ends, the
+    walk is Git's, which reads whatever is there (what an error or a missing object would
+    otherwise make of a push)."""
+    repo = every_root_kind(tmp_path / "repo")
+    snap = snapshot.listed(repo.git_dir)
+    repo.write("pushed.txt", "pushed after the listing\n")
+    repo.commit("pushed")
+    gits: list[snapshot.ObjectWalk] = []
+
+    def fallback() -> snapshot.ObjectWalk:
+        gits.append(snapshot.ObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok))
+        return gits[-1]
+
+    config = gitcmd.read_config(snap.git_dir)
+    walk = native_walk.start(snap.git_dir, snap.local_packs, snap.loose, missing_ok, False, config, fallback)
+    assert walk is not None
+    ours = walk.result()
+    assert len(gits) == 1
+    assert ours == snapshot.ObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok).result()
+    pushed = bytes.fromhex(repo.run("rev-parse", "HEAD").decode().strip())
+    assert pushed in snap.fmt.split(ours[0])
 
 
 def test_an_object_loose_here_and_in_an_alternate(tmp_path: Path) -> None:

@@ -202,13 +202,15 @@ def test_lock_keeps_two_repacks_apart(work: Path) -> None:
     assert not lock.exists()
 
 
-def test_missing_object_stops_before_anything_is_removed(work: Path) -> None:
+@pytest.mark.parametrize(("walk", "says"), [("native", "missing tree"), ("git", "bad tree object")])
+def test_missing_object_stops_before_anything_is_removed(work: Path, walk: str, says: str) -> None:
+    git(work, "config", "packorder.walk", walk)
     head_tree = git(work, "rev-parse", "HEAD^{tree}").decode().strip()
     loose = work / ".git" / "objects" / head_tree[:2] / head_tree[2:]
     assert loose.exists()
     loose.unlink()
     listing = sorted(str(p) for p in (work / ".git" / "objects").rglob("*"))
-    with pytest.raises(RepositoryError, match=f"bad tree object {head_tree}; nothing was changed"):
+    with pytest.raises(RepositoryError, match=f"{says} {head_tree}; nothing was changed"):
         packorder.repack(work)
     assert sorted(str(p) for p in (work / ".git" / "objects").rglob("*")) == listing
 
@@ -252,8 +254,8 @@ def test_the_walk_starts_after_the_listing(work: Path, monkeypatch: pytest.Monke
     for name in ("list_packs", "list_loose"):
         real = getattr(snapshot, name)
         monkeypatch.setattr(snapshot, name, lambda *a, _r=real, _n=name: steps.append(_n) or _r(*a))
-    real_walk = snapshot.ObjectWalk
-    monkeypatch.setattr(snapshot, "ObjectWalk", lambda *a, **k: steps.append("walk") or real_walk(*a, **k))
+    real_walk = snapshot._main_walk
+    monkeypatch.setattr(snapshot, "_main_walk", lambda *a, **k: steps.append("walk") or real_walk(*a, **k))
     packorder.repack(work, cruft_expiration="now")
     assert steps[-1] == "walk" and "list_packs" in steps and "list_loose" in steps
     git(work, "fsck", "--full")
@@ -563,6 +565,8 @@ def test_history_orders_walk_once_and_write_the_pack_of_separate_walks(
     from packorder.orders.permutations import ORDERS
     from packorder.repacking import snapshot
 
+    # The walks counted are Git's (tests/test_native_walk.py holds packorder's to them).
+    git(work, "config", "packorder.walk", "git")
     walks: list[tuple[str, ...]] = []
 
     class Counted(snapshot.ObjectWalk):

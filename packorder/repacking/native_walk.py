@@ -5,8 +5,8 @@ those formats: the commits (`rev-list --no-walk=unsorted`, which reads refs of a
 and reflogs without walking), the refs that are not commits (`for-each-ref`); the walk reads
 the objects and the worktrees' index files itself.
 
-Chosen with `packorder.walk = native` (`git`, the default, runs `git rev-list`). What it
-leaves to Git, falling back to `git rev-list` as a whole: a graft file, a split or sparse
+The default (`packorder.walk = native`); `packorder.walk = git` runs `git rev-list` instead.
+What it leaves to Git, falling back to `git rev-list` as a whole: a graft file, a split or sparse
 index, a reftable repository, and reflog entries that name tags, trees or blobs (a reflog
 of commits is what every repository has; the reflog files are only read to check that).
 SHA-1 and SHA-256 repositories alike."""
@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Protocol
 
 from packorder import _native, gitcmd
 from packorder.errors import Interrupted, RepositoryError
@@ -26,6 +28,16 @@ from packorder.format.object_format import ObjectFormat
 from packorder.settings import delta_base_cache_limit, physical_memory, thread_count
 
 WALKS = ("git", "native")
+# What the walk says of an object the repository lacks (native/src/walk/walker.rs).
+_LOST = re.compile(r"missing (?:commit|tree|blob|tag|object) ([0-9a-f]{40}|[0-9a-f]{64})")
+
+
+class Walk(Protocol):
+    def result(self) -> tuple[bytes, bytes, bytes]: ...
+
+    def stop(self) -> None: ...
+
+
 # The walk's cache of rebuilt objects. Measured on git/git (3 runs each): 8, 16 and 96 MiB
 # take the same time within the noise (3.4-4.9 s), peak RSS 166, 177 and 294 MiB: a tree's
 # base is nearly always the version the walk met just before.
@@ -124,11 +136,24 @@ def graft_roots(git_dir: Path) -> list[str]:
 
 class NativeWalk:
     """The walk of every reachable object, run natively in a thread (the GIL released) while
-    the caller goes on; `result()` as ObjectWalk's."""
+    the caller goes on; `result()` as ObjectWalk's.
 
-    def __init__(self, walker: _native.ObjectWalker, in_commit_order: bool) -> None:
+    It reads the objects listed before it started. A push that lands between the listing and
+    Git's reading of the refs names objects the listing lacks: the walk cannot follow them,
+    so when an object it missed is in the repository by the time it ends, the walk is
+    `fallback`'s (Git's, which reads whatever is there), as if chosen from the start."""
+
+    def __init__(
+        self,
+        walker: _native.ObjectWalker,
+        in_commit_order: bool,
+        git_dir: Path,
+        fmt: ObjectFormat,
+        fallback: Callable[[], Walk],
+    ) -> None:
         self.in_commit_order = in_commit_order
         self.walker = walker
+        self.git_dir, self.fmt, self.fallback = git_dir, fmt, fallback
         self._result: tuple[bytes, bytes, bytes] | None = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="packorder-walk", daemon=True)
@@ -147,11 +172,26 @@ class NativeWalk:
             message = self.error.args[0]
             if message == "interrupted":
                 raise Interrupted()
+            lost = _LOST.fullmatch(message)
+            if lost and self._arrived([lost[1]]):
+                return self.fallback().result()
             raise walk_failed(message.encode(), 1)
         if self.error is not None:
             raise self.error
         assert self._result is not None
+        missing = self._result[2]
+        if missing and self._arrived([oid.hex() for oid in self.fmt.split(missing)]):
+            return self.fallback().result()
         return self._result
+
+    def _arrived(self, oids_hex: list[str]) -> bool:
+        """Whether the repository has any of these objects now (unlisted: they arrived)."""
+        found = gitcmd.run(
+            ["cat-file", "--batch-check=%(objectname)"],
+            git_dir=self.git_dir,
+            input="".join(h + "\n" for h in oids_hex).encode(),
+        )
+        return any(not line.endswith(b" missing") for line in found.stdout.splitlines())
 
     def stop(self) -> None:
         self.walker.cancel()
@@ -165,12 +205,14 @@ def start(
     missing_ok: bool,
     in_commit_order: bool,
     config: gitcmd.Config,
+    fallback: Callable[[], Walk],
     threads: int | None = None,
     parallel_from: int | None = None,
     run_items: int | None = None,
 ) -> NativeWalk | None:
     """Start the walk over `packs` and `loose` (the snapshot's, alternates' included); None
-    when the repository has what this walk leaves to Git. `threads` (default: pack.threads,
+    when the repository has what this walk leaves to Git. `fallback` starts Git's walk, for
+    a walk that meets objects pushed after the listing (NativeWalk). `threads` (default: pack.threads,
     else every core) of 2 or more walk trees on that many cores, on packs of at least
     `parallel_from` objects, `run_items` trees a time (defaults: the core's; tests make
     runs small)."""
@@ -190,7 +232,7 @@ def start(
         raise walk_failed(e.args[0].encode(), 1) from None
     if walker.unsupported:
         return None
-    return NativeWalk(walker, in_commit_order)
+    return NativeWalk(walker, in_commit_order, git_dir, fmt, fallback)
 
 
 def _walker(

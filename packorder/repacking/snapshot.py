@@ -207,9 +207,13 @@ def _open(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
 
 def _main_walk(snap: Snapshot, promisor: bool, in_commit_order: bool) -> ObjectWalk | native_walk.NativeWalk:
     """The walk of every reachable object: `packorder.walk` chooses Git's or ours."""
-    choice = snap.config.get("packorder.walk") or "git"
+    choice = snap.config.get("packorder.walk") or "native"
     if choice not in native_walk.WALKS:
         raise UsageError(f"packorder.walk is {choice!r}: it is one of {', '.join(native_walk.WALKS)}")
+
+    def gits() -> ObjectWalk:
+        return ObjectWalk(snap.git_dir, snap.fmt, missing_ok=promisor, extra=IN_COMMIT_ORDER if in_commit_order else ())
+
     if choice == "native":
         walk = native_walk.start(
             snap.git_dir,
@@ -218,10 +222,11 @@ def _main_walk(snap: Snapshot, promisor: bool, in_commit_order: bool) -> ObjectW
             promisor,
             in_commit_order,
             snap.config,
+            gits,
         )
         if walk is not None:
             return walk
-    return ObjectWalk(snap.git_dir, snap.fmt, missing_ok=promisor, extra=IN_COMMIT_ORDER if in_commit_order else ())
+    return gits()
 
 
 def _list(snap: Snapshot) -> None:

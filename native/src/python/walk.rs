@@ -16,7 +16,8 @@ use crate::to_py_err;
 use crate::walk::index_file::{index_roots, IndexRoots};
 use crate::walk::odb::ObjectDb;
 use crate::walk::parallel::RUN_ITEMS;
-use crate::walk::traverse::{walk, Root, WalkOptions, PARALLEL_FROM};
+use crate::walk::traverse::{walk, PARALLEL_FROM};
+use crate::walk::walker::{Root, WalkOptions};
 
 struct Job {
     packs: Vec<PathBuf>,

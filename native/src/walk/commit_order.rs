@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::pack::entry::{ObjectId, OBJ_COMMIT};
 use crate::walk::id_set::IdSet;
 use crate::walk::objects::parse_commit;
-use crate::walk::traverse::Walker;
+use crate::walk::walker::Walker;
 
 /// A commit waiting in the date-ordered list: its id, tree and parents.
 type Queued = (ObjectId, ObjectId, Vec<ObjectId>);

@@ -7,7 +7,7 @@
 
 use crate::error::{PackError, Result};
 use crate::pack::entry::{HashAlgo, ObjectId, OBJ_BLOB, OBJ_TREE};
-use crate::walk::traverse::Root;
+use crate::walk::walker::Root;
 
 fn bad(path: &std::path::Path, what: &str) -> PackError {
     PackError::general(format!("index file {} is corrupt: {what}", path.display()))

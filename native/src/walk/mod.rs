@@ -1,7 +1,7 @@
 //! packorder's own object walk, in place of `git rev-list --objects`: a repository's objects
 //! read by id (odb.rs, through each pack's index: pack_index.rs), the parts of commits, trees
 //! and tags a walk follows (objects.rs), what an index adds (index_file.rs), the walk in
-//! Git's order (traverse.rs: the commits' in commit_order.rs), one tree as it reads it (tree.rs),
+//! Git's order (traverse.rs: the commits' in commit_order.rs, each object's walker.rs), one tree as it reads it (tree.rs),
 //! the tree entries it may pass unread (copied.rs, same_path.rs), the walk on every core
 //! (parallel.rs) and the sets it asks (id_set.rs).
 
@@ -17,3 +17,4 @@ pub mod parallel;
 pub mod same_path;
 pub mod traverse;
 pub mod tree;
+pub mod walker;

@@ -23,7 +23,7 @@ use crate::pack::entry::ObjectId;
 use crate::walk::commit_order::CommitOrder;
 use crate::walk::id_set::{IdSet, Marks};
 use crate::walk::odb::ObjectDb;
-use crate::walk::traverse::{Pending, Walked, Walker, NO_NUMBER};
+use crate::walk::walker::{Pending, Walked, Walker, NO_NUMBER};
 
 /// Items a run holds: large enough that what two runs both read is small beside a run
 /// (git/git: one checkout is ~400 trees, a run ~30,000), small enough to share the work

@@ -1,0 +1,284 @@
+//! One walker: what `git rev-list --objects` does for each object waiting to be walked
+//! (list-objects.c of Git 2.47): a tag shown with its name, a tree shown before its
+//! entries, depth first, each blob with its path, each object once (marked by number, in a
+//! bitmap), gitlinks not followed; and the roots prepared as Git's handle_commit does. The
+//! order of the whole walk is traverse.rs's; the walk on every core runs one walker a thread
+//! (parallel.rs).
+
+use crate::error::{PackError, Result};
+use crate::pack::delta_chain::Object;
+use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_TAG, OBJ_TREE};
+use crate::pack::hash::hex;
+use crate::progress::Progress;
+use crate::walk::copied::WalkedTrees;
+use crate::walk::id_set::{IdSet, Marks};
+use crate::walk::objects::{parse_tag, MODE_DIR, MODE_GITLINK};
+use crate::walk::odb::ObjectDb;
+use crate::walk::same_path::{child_path, PathKey, PathTrees, ROOT_PATH};
+use crate::walk::tree::{read_tree, TreeCursor};
+use crate::write::revlist::name_hash;
+
+/// A root that is not (necessarily) a commit: a ref's object, or an index entry with its path.
+pub struct Root {
+    pub id: ObjectId,
+    pub path: Option<Vec<u8>>,
+    /// Its type when known without reading it (an index names blobs and trees), else 0.
+    pub kind: u8,
+}
+
+pub struct WalkOptions {
+    pub in_commit_order: bool,
+    /// Objects that cannot be read are reported (`missing`) instead of failing the walk, as
+    /// `--missing=print` does in a partial clone.
+    pub missing_ok: bool,
+    /// Commits whose parents are not followed (a shallow clone's boundary), sorted.
+    pub shallow: Vec<ObjectId>,
+    /// With two or more, trees are walked on that many cores (parallel.rs) when the packs
+    /// hold at least `parallel_from` objects.
+    pub threads: usize,
+    pub parallel_from: usize,
+    /// Items a thread walks at a time (parallel.rs's RUN_ITEMS but in tests).
+    pub run_items: usize,
+}
+
+#[derive(Default)]
+pub struct Walked {
+    pub ids: Vec<ObjectId>,
+    pub name_hashes: Vec<u32>,
+    /// Each shown object's number (ObjectDb::locate), NO_NUMBER for a commit.
+    pub numbers: Vec<u32>,
+    pub missing: Vec<ObjectId>,
+    /// Tree entries passed over unread, as copies of entries of a tree already walked.
+    pub entries_passed: u64,
+}
+
+pub const NO_NUMBER: u32 = u32::MAX;
+
+#[derive(Clone)]
+pub enum Pending {
+    Tag(ObjectId, Vec<u8>),
+    Tree(ObjectId, Vec<u8>),
+    Blob(ObjectId, Vec<u8>),
+}
+
+pub struct Walker<'a> {
+    db: &'a mut ObjectDb,
+    pub opts: &'a WalkOptions,
+    pub progress: &'a Progress,
+    out: Walked,
+    /// The objects seen, by number (ObjectDb::locate); missing ones are in `missing`.
+    seen: Marks,
+    missing: IdSet,
+    walked: WalkedTrees,
+    paths: PathTrees,
+    /// Tree entries passed over as copies of a walked base's or of the last tree at their path.
+    skipped: u64,
+}
+
+/// A tree being walked, and the length of its path (with the '/' after it) in the path buffer.
+struct Frame {
+    tree: TreeCursor,
+    base_len: usize,
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(db: &'a mut ObjectDb, opts: &'a WalkOptions, progress: &'a Progress) -> Self {
+        let objects = db.objects();
+        Walker {
+            db,
+            opts,
+            progress,
+            out: Walked::default(),
+            seen: Marks::new(objects),
+            missing: IdSet::default(),
+            walked: WalkedTrees::default(),
+            paths: PathTrees::default(),
+            skipped: 0,
+        }
+    }
+
+    /// What was shown since the last call, and the entries passed over.
+    pub fn take_shown(&mut self) -> Walked {
+        let mut out = std::mem::take(&mut self.out);
+        out.entries_passed = std::mem::take(&mut self.skipped);
+        out
+    }
+
+    pub fn objects(&self) -> usize {
+        self.db.objects()
+    }
+
+    pub fn shown(&self) -> usize {
+        self.out.ids.len()
+    }
+
+    /// Show `id` (numbered `number`, or NO_NUMBER for a commit) found at `name`.
+    pub fn show(&mut self, id: ObjectId, number: u32, name: Option<&[u8]>) {
+        // rev-list prints a name up to its first newline, and the hash is of what it printed.
+        let hash = name.map_or(0, |n| {
+            name_hash(n.split(|&c| c == b'\n').next().unwrap_or(n))
+        });
+        self.out.ids.push(id);
+        self.out.numbers.push(number);
+        self.out.name_hashes.push(hash);
+    }
+
+    fn lost(&mut self, id: ObjectId, what: &str) -> Result<()> {
+        if self.opts.missing_ok {
+            if self.missing.insert(id) {
+                self.out.missing.push(id);
+            }
+            Ok(())
+        } else {
+            Err(PackError::general(format!("missing {what} {}", hex(&id))))
+        }
+    }
+
+    /// The object `id` if the repository has it; None if missing (and that is allowed).
+    fn read(&mut self, id: &ObjectId, what: &str) -> Result<Option<(u8, Object)>> {
+        match self.db.find(id) {
+            Some(at) => Ok(Some(self.db.read(at)?)),
+            None => {
+                self.lost(*id, what)?;
+                Ok(None)
+            }
+        }
+    }
+
+    pub fn read_as(&mut self, id: &ObjectId, kind: u8, what: &str) -> Result<Option<Object>> {
+        match self.read(id, what)? {
+            None => Ok(None),
+            Some((k, data)) if k == kind => Ok(Some(data)),
+            Some(_) => Err(PackError::general(format!(
+                "object {} is not a {what}",
+                hex(id)
+            ))),
+        }
+    }
+
+    fn blob(&mut self, id: ObjectId, path: &[u8]) -> Result<()> {
+        match self.db.number(&id) {
+            Some(n) if self.seen.insert(n) => self.show(id, n, Some(path)),
+            Some(_) => {}
+            None => self.lost(id, "blob")?,
+        }
+        Ok(())
+    }
+
+    /// process_tree: `path` is the tree's own path ("" at a root).
+    fn tree(&mut self, id: ObjectId, path: &mut Vec<u8>) -> Result<()> {
+        let start = path.len();
+        let mut stack: Vec<Frame> = Vec::new();
+        if !self.enter(id, path, ROOT_PATH, &mut stack)? {
+            return Ok(());
+        }
+        while let Some(top) = stack.last_mut() {
+            path.truncate(top.base_len);
+            let Some(entry) = top.tree.next(&mut self.skipped)? else {
+                let done = stack.pop().expect("a frame").tree;
+                done.finish(&mut self.walked, Some(&mut self.paths));
+                continue;
+            };
+            let name = top.tree.name(&entry);
+            path.extend_from_slice(name);
+            if entry.mode & 0o170000 == MODE_DIR {
+                let key = child_path(top.tree.path().unwrap_or(ROOT_PATH), name);
+                self.enter(entry.id, path, key, &mut stack)?;
+            } else if entry.mode & 0o170000 != MODE_GITLINK {
+                let p = std::mem::take(path);
+                self.blob(entry.id, &p)?;
+                *path = p;
+            }
+        }
+        path.truncate(start);
+        Ok(())
+    }
+
+    /// Show the tree `id` found at `path` and push it to be walked, unless seen or missing.
+    fn enter(
+        &mut self,
+        id: ObjectId,
+        path: &mut Vec<u8>,
+        key: PathKey,
+        stack: &mut Vec<Frame>,
+    ) -> Result<bool> {
+        let Some(n) = self.db.number(&id) else {
+            self.lost(id, "tree")?;
+            return Ok(false);
+        };
+        if !self.seen.insert(n) {
+            return Ok(false);
+        }
+        // One tree of a large repository holds most of its history: stop within it.
+        self.progress.check_cancelled()?;
+        let read = read_tree(self.db, &id, self.db.place(n))?;
+        self.show(id, n, Some(path));
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        stack.push(Frame {
+            tree: TreeCursor::new(id, read, &self.walked).at_path(key, &mut self.paths),
+            base_len: path.len(),
+        });
+        self.progress.add(1);
+        Ok(true)
+    }
+
+    pub fn flush(&mut self, pending: &mut Vec<Pending>) -> Result<()> {
+        for p in pending.drain(..) {
+            self.walk_pending(p)?;
+        }
+        Ok(())
+    }
+
+    /// One object waiting to be walked, and what it leads to.
+    pub fn walk_pending(&mut self, p: Pending) -> Result<()> {
+        self.progress.check_cancelled()?;
+        match p {
+            Pending::Tag(id, name) => match self.db.number(&id) {
+                Some(n) if self.seen.insert(n) => self.show(id, n, Some(&name)),
+                Some(_) => {}
+                None => self.lost(id, "tag")?,
+            },
+            Pending::Tree(id, mut path) => self.tree(id, &mut path)?,
+            Pending::Blob(id, p) => self.blob(id, &p)?,
+        }
+        Ok(())
+    }
+
+    /// handle_commit for a root: tags peeled (each one pending, with its name), a tree or
+    /// blob pending with the root's path (none once peeled from a tag); commits are the
+    /// commit walk's.
+    pub fn prepare_root(&mut self, root: &Root, pending: &mut Vec<Pending>) -> Result<()> {
+        let mut id = root.id;
+        let mut path = root.path.clone();
+        let mut kind = root.kind;
+        loop {
+            let tag = if kind == 0 || kind == OBJ_TAG {
+                // Its type is known only once read (and a tag is read for what it names).
+                let Some((k, data)) = self.read(&id, "object")? else {
+                    return Ok(());
+                };
+                kind = k;
+                (k == OBJ_TAG).then(|| parse_tag(&id, &data)).transpose()?
+            } else {
+                None
+            };
+            match (kind, tag) {
+                (OBJ_TAG, Some(tag)) => {
+                    pending.push(Pending::Tag(id, tag.name));
+                    (id, kind, path) = (tag.object, 0, None);
+                }
+                (OBJ_TREE, _) => {
+                    pending.push(Pending::Tree(id, path.unwrap_or_default()));
+                    return Ok(());
+                }
+                (OBJ_BLOB, _) => {
+                    pending.push(Pending::Blob(id, path.unwrap_or_default()));
+                    return Ok(());
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+}
