@@ -249,7 +249,9 @@ def _run(
             if progress is not None:
                 pace = measured_done / estimated_done if estimated_done else 1.0
                 counts.running = min(n_workers, counts.total - counts.done - counts.failed)
-                counts.seconds_left = estimated_left * pace / max(1, n_workers)
+                # What is left sums floats taken away one batch at a time: at the end it is
+                # a rounding error, possibly below zero ("about -0 min left").
+                counts.seconds_left = max(0.0, estimated_left * pace / max(1, n_workers))
                 progress(counts)
     finally:
         client.unsubscribe_topic(TOPIC)
