@@ -19,6 +19,7 @@ from packorder.errors import PackError
 from packorder.fleet import cost as cost_mod
 from packorder.fleet import prediction
 from packorder.fleet.discovery import discover
+from packorder.format import layout as layout_mod
 from packorder.format.object_format import ObjectFormat, named
 from packorder.gitcmd import read_config
 from packorder.orders.catalog import configured_order
@@ -97,7 +98,14 @@ def _fill(t: Triage, order: str | None) -> None:
             t.cruft_bytes += size
     t.loose, t.loose_bytes = _loose(repo.objects_dir, fmt)
     t.objects += t.loose
-    t.drift = drift_mod.measure(t.path, t.order, fmt).share
+    # By name: the listing's paths are under the git directory Git resolved, which may be
+    # spelled otherwise than `t.path`; a pack pushed since the listing is read anew.
+    by_name = {p.path.name: p.layout for p in local}
+
+    def layout_of(pack: Path) -> layout_mod.PackLayout:
+        return by_name[pack.name] if pack.name in by_name else layout_mod.load(pack, fmt=fmt)
+
+    t.drift = drift_mod.measure(t.path, t.order, fmt, layout_of).share
     estimate = cost_mod.estimate(t.objects, t.pack_bytes + t.loose_bytes)
     t.estimated_seconds, t.estimated_peak_bytes = estimate.seconds, estimate.peak_bytes
     for pack in local:
