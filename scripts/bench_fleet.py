@@ -17,8 +17,9 @@ top), then:
    RSS on objects and bytes (cost.py's coefficients);
 3. with `--calibrate`, the predicted share of index-pack seeks under 2 MiB against seekstats
    (strace) on some generated repositories of each size, with Git's default threads, before
-   and after a repack; with `--real REPO...`, the same on copies of those repositories
-   instead.
+   and after a repack, and the prediction after it from Git's walk (as triage planned before
+   it planned from the packs' stored order); with `--real REPO...`, the same on copies of
+   those repositories instead.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "Cy Committer",
     "GIT_COMMITTER_EMAIL": "cy@example.com",
 }
+TRIAGE_RUNS = 3  # of one repository in --calibrate, for a median on a shared machine
 SIZES = {"small": (8, 6, 40), "medium": (80, 30, 120), "large": (700, 120, 400)}  # commits, files, lines a file
 
 
@@ -232,9 +234,13 @@ def compare(root: Path, chosen: list[Path]) -> None:
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(repo, copy, symlinks=True)
         git_dir = copy / ".git" if (copy / ".git").is_dir() else copy
-        started = time.perf_counter()
-        t = triage(git_dir)
-        print(f"{repo}: triage {time.perf_counter() - started:.2f} s")
+        times = []
+        for _ in range(TRIAGE_RUNS):
+            t = triage(git_dir)
+            times.append(t.seconds)
+        print(f"{repo}: triage {', '.join(f'{s:.3f}' for s in times)} s (median {np.median(times):.3f} s)")
+        walked = walked_share_after(git_dir, t.order)
+        print(f"{repo}: predicted after a repack from the stored order {t.share_after}, from Git's walk {walked}")
         before = packorder.seekstats(copy, "index-pack").views[0].below_threshold
         started = time.perf_counter()
         repacked = packorder.repack(copy)
@@ -254,6 +260,21 @@ def compare(root: Path, chosen: list[Path]) -> None:
             else f"{repo}: no seek"
         )
     shutil.rmtree(root / "calibrate-copy", ignore_errors=True)
+
+
+def walked_share_after(git_dir: Path, order: str) -> float | None:
+    """The prediction after a repack as triage made it before it planned from the stored
+    order: the plan from Git's walk (beside the packs a repack keeps), for comparison."""
+    from packorder.fleet import prediction
+    from packorder.fleet.triage import kept_after_repack
+    from packorder.format import layout as layout_mod
+    from packorder.gitcmd import read_config
+    from packorder.seek.simulator import plan
+    from packorder.store.listing import list_packs
+
+    kept = [layout_mod.load(p) for p in kept_after_repack(list_packs(git_dir / "objects" / "pack"))]
+    (planned,) = plan(git_dir, [order])
+    return prediction.modelled_share([planned.layout, *kept], read_config(git_dir))
 
 
 def main() -> None:

@@ -104,11 +104,10 @@ def test_thirty_repositories_on_two_workers_then_resume(fleet: dict[str, Path], 
     assert by_name["vanishing"]["error"] == "no repository there any more"
     assert by_name["corrupt"]["error"]
     assert (run.done, run.failed, run.skipped, run.workers) == (27, 3, 0, 2)
-    # The corrupt pack fails at triage (its entries do not read) and never reaches a worker.
-    assert "attempts" not in by_name["corrupt"], by_name["corrupt"]
+    # Triage reads the corrupt pack's entry headers, which are whole, and no object: its
+    # repack is the one to find the damage, in its own process, and change nothing.
+    assert "nothing was changed" in by_name["corrupt"]["error"], by_name["corrupt"]
     for name, r in by_name.items():
-        if name == "corrupt":
-            continue
         assert r["order"] == "recency" and r["attempts"] == 1 and r["worker"].startswith("tcp://")
         assert r["estimated_seconds"] > 0
         if name in failed:

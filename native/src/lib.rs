@@ -93,6 +93,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(python::format::file_checksum, m)?)?;
     m.add_function(wrap_pyfunction!(python::seek::parse_pack_access, m)?)?;
     m.add_function(wrap_pyfunction!(python::seek::near_read, m)?)?;
+    m.add_function(wrap_pyfunction!(python::seek::index_pack_reads, m)?)?;
     m.add_function(wrap_pyfunction!(python::format::apply_delta, m)?)?;
     m.add_function(wrap_pyfunction!(python::format::parse_entry_header, m)?)?;
     m.add_function(wrap_pyfunction!(python::format::encode_entry_header, m)?)?;

@@ -6,7 +6,8 @@ repository's record to the results file as its task finishes.
 A worker that dies mid-task costs that task one retry: the local cluster is made with
 `distributed.scheduler.allowed-failures` = 1, so Dask runs the task once more on another
 worker and gives up (KilledWorker, recorded as failed) the second time. An existing cluster
-keeps its own setting (Dask's default is 3).
+keeps its own setting (Dask's default is 3). The repositories of the batch that an attempt
+finished are not repacked again, nor recorded as failed (task.py keeps their records).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from packorder.fleet import cost as cost_mod
 from packorder.fleet import results as results_mod
 from packorder.fleet import selection
 from packorder.fleet.discovery import discover
-from packorder.fleet.task import TOPIC, run_batch
+from packorder.fleet.task import TOPIC, kept_records, run_batch
 from packorder.fleet.triage import Triage, by_benefit, triage_all
 
 MIN_TIMEOUT = 300.0  # seconds: a repack is never stopped sooner than this
@@ -181,6 +182,18 @@ def _record_unrun(results_path: Path, chosen: selection.Selection) -> None:
     )
 
 
+def batch_records(client: Any, future: Any, batch: list[Triage]) -> list[dict[str, Any]]:
+    """The records of a finished task, one a repository of `batch`. When the task failed
+    for good (KilledWorker after the retry, or its own failure), the records its attempts
+    kept on the scheduler (task.py), and a failed record for each other repository."""
+    try:
+        return future.result()
+    except Exception as e:
+        kept = kept_records(client, future.key)
+        failed = {"status": results_mod.FAILED, "error": f"task failed: {e!r}"}
+        return [kept.get(str(t.path)) or {"path": str(t.path), "order": t.order, **failed} for t in batch]
+
+
 def _run(
     client: Any,
     groups: list[list[Triage]],
@@ -221,18 +234,7 @@ def _run(
     try:
         for future in as_completed([f for f, _ in by_key.values()]):
             batch = by_key[future.key][1]
-            try:
-                records = future.result()
-            except Exception as e:  # KilledWorker after the retry, or the task's own failure
-                records = [
-                    {
-                        "path": str(t.path),
-                        "order": t.order,
-                        "status": results_mod.FAILED,
-                        "error": f"task failed: {e!r}",
-                    }
-                    for t in batch
-                ]
+            records = batch_records(client, future, batch)
             with lock:
                 attempts = {str(t.path): max(1, starts[str(t.path)]) for t in batch}
             for t, record in zip(batch, records, strict=True):
@@ -247,7 +249,9 @@ def _run(
             if progress is not None:
                 pace = measured_done / estimated_done if estimated_done else 1.0
                 counts.running = min(n_workers, counts.total - counts.done - counts.failed)
-                counts.seconds_left = estimated_left * pace / max(1, n_workers)
+                # What is left sums floats taken away one batch at a time: at the end it is
+                # a rounding error, possibly below zero ("about -0 min left").
+                counts.seconds_left = max(0.0, estimated_left * pace / max(1, n_workers))
                 progress(counts)
     finally:
         client.unsubscribe_topic(TOPIC)

@@ -1,8 +1,8 @@
 """The share of seeks under a threshold that `packorder seekstats REPO index-pack` would
 measure, predicted from the packs' structure alone: each pack's second pass modelled by the
 simulator's model of Git's index-pack (seek/ipmodel.py), on the packs as they are, and on the
-pack a repack in the configured order would write (seek/simulator.py's plan) beside the
-cruft packs it keeps.
+pack a repack in the configured order would write (seek/simulator.py's plan, from the
+objects in the order the packs store them) beside the packs it keeps.
 
 index-pack is the one workload whose reads follow from the pack alone, so it is the one a
 triage can predict without running anything; the other workloads need a recorded trace.
@@ -17,6 +17,7 @@ import numpy as np
 
 from packorder.format.layout import PackLayout
 from packorder.gitcmd import Config
+from packorder.repacking.repo import Repository
 from packorder.seek import stats
 from packorder.seek.api import DEFAULT_THRESHOLD
 from packorder.seek.ipmodel import git_threads, index_pack_reads
@@ -41,7 +42,11 @@ def modelled_share(layouts: Sequence[PackLayout], config: Config, threshold: int
     return stats.share_below(distances, threshold)
 
 
-def planned_layout(git_dir: Path, order: str) -> PackLayout:
-    """The pack `packorder repack --order ORDER` would write (stored deltas reused)."""
-    (planned,) = plan(git_dir, [order])
+def planned_layout(repo: Path | Repository, order: str) -> PackLayout:
+    """The pack `packorder repack --order ORDER` would write (stored deltas reused), planned
+    from the objects in the order the packs store them (repacking/stored_order.py), not
+    from Git's walk: milliseconds rather than seconds, within the error docs/fleet.md
+    gives. An order that places objects by history (`history`, `interleaved`...) still
+    walks it."""
+    (planned,) = plan(repo, [order], stored=True)
     return planned.layout

@@ -19,13 +19,13 @@ from packorder.errors import PackError
 from packorder.fleet import cost as cost_mod
 from packorder.fleet import prediction
 from packorder.fleet.discovery import discover
-from packorder.format import idx as idx_format
 from packorder.format import layout as layout_mod
 from packorder.format.object_format import ObjectFormat, named
 from packorder.gitcmd import read_config
 from packorder.orders.catalog import configured_order
 from packorder.progress import ProgressCallback
 from packorder.repacking import drift as drift_mod
+from packorder.repacking.repo import open_repository
 from packorder.store.listing import list_packs, loose_ids
 
 # Packs still there after a repack: .keep packs, left alone, and cruft packs, whose objects
@@ -85,29 +85,36 @@ def triage(git_dir: Path, order: str | None = None) -> Triage:
 
 
 def _fill(t: Triage, order: str | None) -> None:
-    config = read_config(t.path)
-    fmt = named(config.object_format)
+    repo = open_repository(t.path)
+    config, fmt = repo.config, repo.fmt
     t.order = configured_order(config, order)
-    objects_dir = t.path / "objects"
-    packs = list_packs(objects_dir / "pack")
-    t.packs = len(packs)
-    for pack in packs:
-        size = pack.stat().st_size
+    local = [p for p in repo.packs if not p.foreign]
+    t.packs = len(local)
+    for pack in local:
+        size = pack.size
         t.pack_bytes += size
-        t.objects += idx_format.object_count(str(layout_mod.idx_path_of(pack)))
-        if pack.with_suffix(".mtimes").exists():
+        t.objects += pack.index.count
+        if pack.cruft:
             t.cruft_bytes += size
-    t.loose, t.loose_bytes = _loose(objects_dir, fmt)
+    t.loose, t.loose_bytes = _loose(repo.objects_dir, fmt)
     t.objects += t.loose
-    t.drift = drift_mod.measure(t.path, t.order, fmt).share
+    # By name: the listing's paths are under the git directory Git resolved, which may be
+    # spelled otherwise than `t.path`; a pack pushed since the listing is read anew.
+    by_name = {p.path.name: p.layout for p in local}
+
+    def layout_of(pack: Path) -> layout_mod.PackLayout:
+        return by_name[pack.name] if pack.name in by_name else layout_mod.load(pack, fmt=fmt)
+
+    t.drift = drift_mod.measure(t.path, t.order, fmt, layout_of).share
     estimate = cost_mod.estimate(t.objects, t.pack_bytes + t.loose_bytes)
     t.estimated_seconds, t.estimated_peak_bytes = estimate.seconds, estimate.peak_bytes
-    layouts = [layout_mod.load(p, fmt=fmt) for p in packs]
-    t.share_now = prediction.modelled_share(layouts, config)
+    for pack in local:
+        pack.layout.estimate_object_sizes()
+    t.share_now = prediction.modelled_share([p.layout for p in local], config)
     if t.objects:
-        kept_packs = kept_after_repack(packs)
-        kept = [lay for p, lay in zip(packs, layouts, strict=True) if p in kept_packs]
-        t.share_after = prediction.modelled_share([prediction.planned_layout(t.path, t.order), *kept], config)
+        kept_packs = kept_after_repack([p.path for p in local])
+        kept = [p.layout for p in local if p.path in kept_packs]
+        t.share_after = prediction.modelled_share([prediction.planned_layout(repo, t.order), *kept], config)
 
 
 def kept_after_repack(packs: list[Path]) -> list[Path]:

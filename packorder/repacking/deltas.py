@@ -53,8 +53,7 @@ def stored_bases(repo: Repository, table: ObjectTable) -> tuple[np.ndarray, np.n
     n = table.count
     is_delta = np.zeros(n, dtype=bool)
     base = np.full(n, -1, dtype=np.int64)
-    sorted_order = id_order(keys(table.oids))
-    sorted_keys = keys(table.oids)[sorted_order]
+    by_id: tuple[np.ndarray, np.ndarray] | None = None  # sorted once, if a base is read elsewhere
     for i, pack in enumerate(repo.packs):
         rows = np.flatnonzero(table.source == i)
         if not len(rows):
@@ -62,12 +61,21 @@ def stored_bases(repo: Repository, table: ObjectTable) -> tuple[np.ndarray, np.n
         lay = pack.layout
         pos = table.pos[rows]
         bpos = lay.base[pos]
-        delta = lay.is_delta[pos]
-        is_delta[rows] = delta
-        have = bpos != NO_BASE
-        at = lookup(sorted_keys, keys(lay.oids[bpos[have]]))
+        is_delta[rows] = lay.is_delta[pos]
+        # A base the table reads from this same pack is found by its position; one it reads
+        # from elsewhere (a newer pack, a loose copy), or not at all, by its id.
+        row_at = np.full(lay.count, -1, dtype=np.int64)
+        row_at[pos] = rows
+        have = np.flatnonzero(bpos != NO_BASE)
         found = np.full(len(rows), -1, dtype=np.int64)
-        found[np.flatnonzero(have)[at >= 0]] = sorted_order[at[at >= 0]]
+        found[have] = row_at[bpos[have]]
+        elsewhere = have[found[have] < 0]
+        if len(elsewhere):
+            if by_id is None:
+                order = id_order(keys(table.oids))
+                by_id = order, keys(table.oids)[order]
+            at = lookup(by_id[1], keys(lay.oids[bpos[elsewhere]]))
+            found[elsewhere[at >= 0]] = by_id[0][at[at >= 0]]
         base[rows] = found
     return is_delta, base
 

@@ -17,6 +17,7 @@ packorder repack, about 0.2 on libgit2 after `git gc` (docs/maintenance.md).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from packorder.format import idx as idx_format
 from packorder.format import layout as layout_mod
+from packorder.format.layout import PackLayout
 from packorder.format.object_format import SHA1, ObjectFormat
 from packorder.format.pack import OBJ_BLOB, OBJ_COMMIT, OBJ_TREE
 from packorder.store.listing import list_loose, list_packs
@@ -52,7 +54,11 @@ def _counted_packs(pack_dir: Path) -> list[Path]:
     ]
 
 
-def measure(git_dir: Path, order: str, fmt: ObjectFormat = SHA1) -> Drift:
+def measure(
+    git_dir: Path, order: str, fmt: ObjectFormat = SHA1, layout_of: Callable[[Path], PackLayout] | None = None
+) -> Drift:
+    """The drift of `git_dir`'s layout from `order`; `layout_of` gives a pack's layout when
+    the caller has read it already (fleet triage), else it is read here."""
     started = time.perf_counter()
     objects_dir = git_dir / "objects"
     packs = _counted_packs(objects_dir / "pack")
@@ -64,7 +70,8 @@ def measure(git_dir: Path, order: str, fmt: ObjectFormat = SHA1) -> Drift:
     outside = total - (counts[ordered] if ordered is not None else 0)
     misplaced = None
     if ordered is not None and order not in UNSORTED_ORDERS:
-        kinds = layout_mod.load(ordered, fmt=fmt).real_kinds()
+        layout = layout_of(ordered) if layout_of is not None else layout_mod.load(ordered, fmt=fmt)
+        kinds = layout.real_kinds()
         blobs = np.flatnonzero(kinds == OBJ_BLOB)
         if len(blobs):
             after = kinds[blobs[0] :]

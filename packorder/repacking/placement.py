@@ -74,6 +74,7 @@ class PlannedLayout:
     offsets: np.ndarray  # uint64, simulated pack offsets (the first entry at 12)
     packed_sizes: np.ndarray  # int64
     base: np.ndarray  # int64: write position of the delta base, -1
+    rows: np.ndarray  # int64: the object table's row of each entry
 
 
 def plan_layout(
@@ -106,4 +107,4 @@ def plan_layout(
     position[rows] = np.arange(table.count)
     base = choice.base[rows]
     base = np.where(base >= 0, position[np.maximum(base, 0)], -1)
-    return PlannedLayout(order, table.oids[rows], offsets, packed, base)
+    return PlannedLayout(order, table.oids[rows], offsets, packed, base, rows)

@@ -323,7 +323,7 @@ def _enumerate(
         pos = np.concatenate([pos] + [p[2] for p in parts])
         reachable = np.concatenate([reachable, np.zeros(sum(len(p[2]) for p in parts), bool)])
 
-    kinds = _kinds(repo, source, pos)
+    kinds = object_kinds(repo, source, pos)
     if walk.in_commit_order:
         # Discovery order: the walk's commits, then its other objects, each as printed.
         walked = np.flatnonzero(reachable)
@@ -437,7 +437,9 @@ def _present_now(repo: Repository, oids_hex: list[str]) -> list[bool]:
     return [not line.endswith(" missing") for line in lines]
 
 
-def _kinds(repo: Repository, source: np.ndarray, pos: np.ndarray) -> np.ndarray:
+def object_kinds(repo: Repository, source: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The real type of each object at (source, pos); a delta whose base is in no listed
+    pack is a corrupt pack."""
     kinds = np.zeros(len(source), dtype=np.uint8)
     for i, pack in enumerate(repo.packs):
         rows = np.flatnonzero(source == i)
