@@ -43,7 +43,7 @@ date to both. Without `--cruft`, `git repack -ad` drops unreachable packed objec
 comparison is fair only on a repository that has none (a fresh clone).
 
     scripts/bench_repack.py REPO [--runs 5] [--modes reuse,fresh] [--levels produced,crc,full] [--baseline PYTHON]
-        [--native-walk]
+        [--git-walk]
                            [--window 10] [--depth 50] [--threads N] [--cruft]
                            [--cruft-expiration DATE] [--drop-promisor] [--git-pack-objects]
                            [--git git] [--libgit2] [--gix PATH] [--dulwich] [--json FILE]
@@ -224,10 +224,10 @@ def commands(args: argparse.Namespace, copy: Path, variant: str, mode: str) -> l
         )
     verify = variant.split()[-1]
     python = args.baseline if variant.startswith("baseline ") else sys.executable
-    # packorder.walk = native for this run only, as `git -c` would set it.
-    walk = ["env", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=packorder.walk", "GIT_CONFIG_VALUE_0=native"]
+    # packorder.walk = git for this run only, as `git -c` would set it.
+    walk = ["env", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=packorder.walk", "GIT_CONFIG_VALUE_0=git"]
     return (
-        (walk if variant.startswith("native-walk ") else [])
+        (walk if variant.startswith("git-walk ") else [])
         + [
             # -I: the interpreter's own packorder, never one in the working directory.
             python,
@@ -257,8 +257,8 @@ def bench(args: argparse.Namespace) -> dict:
         f"alternating; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     ours = [f"packorder {lv}" for lv in args.levels]
-    if args.native_walk:
-        ours += [f"native-walk {lv}" for lv in args.levels]
+    if args.git_walk:
+        ours += [f"git-walk {lv}" for lv in args.levels]
     if args.baseline:
         ours += [f"baseline {lv}" for lv in args.levels]
     variants = [Variant(v, m) for m in args.modes for v in ("git", *ours)]
@@ -370,7 +370,7 @@ def main() -> None:
         help="also run packorder from another installation (its python), as 'baseline LEVEL', to compare builds",
     )
     ap.add_argument(
-        "--native-walk", action="store_true", help="also packorder with packorder.walk = native (its own walk)"
+        "--git-walk", action="store_true", help="also packorder with packorder.walk = git (Git's rev-list)"
     )
     ap.add_argument("--tmp", default=None, help="directory for the copies (default: the system's)")
     ap.add_argument("--json", type=Path, help="also write the raw runs here")

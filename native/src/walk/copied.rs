@@ -13,21 +13,31 @@ use crate::walk::odb::EntryLink;
 
 /// The entry starts of the trees walked to their end, the most recent kept (a tree's
 /// versions delta against each other, and the walk meets them one commit after another).
-#[derive(Default)]
 pub struct WalkedTrees {
     starts: HashMap<EntryLink, (Arc<Vec<u32>>, usize), BuildHasherDefault<LinkHasher>>,
     order: VecDeque<EntryLink>,
     held: usize,
+    budget: usize,
 }
 
-const WALKED_TREES_BUDGET: usize = 32 << 20;
+/// What a walk keeps, shared by its walkers.
+pub const WALKED_TREES_BUDGET: usize = 32 << 20;
 
 impl WalkedTrees {
+    pub fn new(budget: usize) -> Self {
+        WalkedTrees {
+            starts: HashMap::default(),
+            order: VecDeque::new(),
+            held: 0,
+            budget,
+        }
+    }
+
     pub fn keep(&mut self, link: EntryLink, starts: Arc<Vec<u32>>, len: usize) {
         self.held += 4 * starts.len();
         self.starts.insert(link, (starts, len));
         self.order.push_back(link);
-        while self.held > WALKED_TREES_BUDGET {
+        while self.held > self.budget {
             let Some(old) = self.order.pop_front() else {
                 break;
             };

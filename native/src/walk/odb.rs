@@ -289,8 +289,9 @@ impl ObjectDb {
         })
     }
 
-    /// Another reader of the same objects (for another thread), with a cache of its own.
-    pub fn sibling(&self) -> ObjectDb {
+    /// Another reader of the same objects (for another thread), with a cache of its own, of
+    /// a `share` of this one's budget (walkers of one walk share its memory).
+    pub fn sibling(&self, share: usize) -> ObjectDb {
         ObjectDb {
             longest: self.longest,
             first_numbers: self.first_numbers.clone(),
@@ -299,7 +300,7 @@ impl ObjectDb {
             loose_ids: self.loose_ids.clone(),
             loose_paths: self.loose_paths.clone(),
             bufs: Some(Buffers::default()),
-            cache: RecentObjects::new(self.cache.kept.budget()),
+            cache: RecentObjects::new(self.cache.kept.budget() / share.max(1) as u64),
             object_limit: self.object_limit,
             stats: ChainStats::default(),
         }

@@ -165,9 +165,10 @@ pub(super) fn walk_on_every_core(
     }
     let mut order = Vec::new();
     std::thread::scope(|scope| {
+        let walkers = dbs.len();
         for db in &mut dbs {
             let feed = &feed;
-            scope.spawn(move || walk_runs(feed, Walker::new(db, opts, progress)));
+            scope.spawn(move || walk_runs(feed, Walker::new(db, opts, progress, walkers)));
         }
         let found = (|| -> Result<()> {
             while let Some((id, tree)) = commits.next(&mut w)? {

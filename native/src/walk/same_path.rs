@@ -37,15 +37,14 @@ struct Walked {
 /// The tree walked last at each path, the most recently used kept under a budget.
 pub struct PathTrees(Lru<PathKey, Walked>);
 
-const PATH_TREES_BUDGET: u64 = 32 << 20;
-
-impl Default for PathTrees {
-    fn default() -> Self {
-        PathTrees(Lru::new(PATH_TREES_BUDGET))
-    }
-}
+/// What a walk keeps, shared by its walkers.
+pub const PATH_TREES_BUDGET: u64 = 32 << 20;
 
 impl PathTrees {
+    pub fn new(budget: u64) -> Self {
+        PathTrees(Lru::new(budget))
+    }
+
     pub fn keep(&mut self, path: PathKey, data: Object, starts: Arc<Vec<u32>>) {
         let size = (data.len() + 4 * starts.len()) as u64;
         self.0.insert(path, Walked { data, starts }, size);
@@ -226,7 +225,7 @@ mod tests {
             entry("100644", "d", 4),
         );
         let (data, starts) = walked(&[a.clone(), b.clone(), c.clone(), d.clone()]);
-        let mut trees = PathTrees::default();
+        let mut trees = PathTrees::new(PATH_TREES_BUDGET);
         let path = child_path(ROOT_PATH, b"src");
         trees.keep(path, data, starts);
         assert!(trees.at(child_path(ROOT_PATH, b"lib")).is_none());

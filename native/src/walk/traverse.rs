@@ -30,10 +30,12 @@ pub fn walk(
 ) -> Result<Walked> {
     let parallel = opts.threads > 1 && db.packed_objects() >= opts.parallel_from;
     let workers: Vec<ObjectDb> = match parallel {
-        true => (0..opts.threads).map(|_| db.sibling()).collect(),
+        true => (0..opts.threads)
+            .map(|_| db.sibling(opts.threads))
+            .collect(),
         false => Vec::new(),
     };
-    let mut w = Walker::new(db, opts, progress);
+    let mut w = Walker::new(db, opts, progress, 1);
     let mut pending = Vec::new();
     for root in roots {
         w.prepare_root(root, &mut pending)?;

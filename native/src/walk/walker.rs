@@ -10,11 +10,11 @@ use crate::pack::delta_chain::Object;
 use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_TAG, OBJ_TREE};
 use crate::pack::hash::hex;
 use crate::progress::Progress;
-use crate::walk::copied::WalkedTrees;
+use crate::walk::copied::{WalkedTrees, WALKED_TREES_BUDGET};
 use crate::walk::id_set::{IdSet, Marks};
 use crate::walk::objects::{parse_tag, MODE_DIR, MODE_GITLINK};
 use crate::walk::odb::ObjectDb;
-use crate::walk::same_path::{child_path, PathKey, PathTrees, ROOT_PATH};
+use crate::walk::same_path::{child_path, PathKey, PathTrees, PATH_TREES_BUDGET, ROOT_PATH};
 use crate::walk::tree::{read_tree, TreeCursor};
 use crate::write::revlist::name_hash;
 
@@ -82,8 +82,15 @@ struct Frame {
 }
 
 impl<'a> Walker<'a> {
-    pub fn new(db: &'a mut ObjectDb, opts: &'a WalkOptions, progress: &'a Progress) -> Self {
+    /// A walker of a walk with `walkers` of them, which share its memory for trees.
+    pub fn new(
+        db: &'a mut ObjectDb,
+        opts: &'a WalkOptions,
+        progress: &'a Progress,
+        walkers: usize,
+    ) -> Self {
         let objects = db.objects();
+        let walkers = walkers.max(1);
         Walker {
             db,
             opts,
@@ -91,8 +98,8 @@ impl<'a> Walker<'a> {
             out: Walked::default(),
             seen: Marks::new(objects),
             missing: IdSet::default(),
-            walked: WalkedTrees::default(),
-            paths: PathTrees::default(),
+            walked: WalkedTrees::new(WALKED_TREES_BUDGET / walkers),
+            paths: PathTrees::new(PATH_TREES_BUDGET / walkers as u64),
             skipped: 0,
         }
     }
