@@ -4,10 +4,12 @@ records it as done."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,16 +72,28 @@ def batch(tmp_path: Path) -> tuple[Repo, Repo]:
     return packed, loose
 
 
-def test_the_retry_does_not_repack_what_the_dead_attempt_finished(batch: tuple[Repo, Repo]) -> None:
+@contextlib.contextmanager
+def paused_batch(
+    batch: tuple[Repo, Repo], allowed_failures: int, workers: int
+) -> Iterator[tuple[Client, Any, str, dict]]:
+    """The batch running on a cluster whose repacks pause once their loose objects are
+    removed, held there once the first repository's record is kept: (client, the batch's
+    future, the busy worker, each worker's pid)."""
     packed, loose = batch
     with (
-        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        dask.config.set({"distributed.scheduler.allowed-failures": allowed_failures}),
+        LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
         Client(cluster) as client,
     ):
         client.run(os.putenv, "PACKORDER_PAUSE_AT", PAUSE_AT)
         future = client.submit(run_batch, [item(packed), item(loose)], pure=False)
         busy, pids = once_the_first_is_kept(client, future, packed, loose)
+        yield client, future, busy, pids
+
+
+def test_the_retry_does_not_repack_what_the_dead_attempt_finished(batch: tuple[Repo, Repo]) -> None:
+    packed, loose = batch
+    with paused_batch(batch, allowed_failures=1, workers=2) as (client, future, busy, pids):
         client.run(os.unsetenv, "PACKORDER_PAUSE_AT", workers=[w for w in pids if w != busy])
         os.kill(pids[busy], signal.SIGKILL)
         first, second = future.result(timeout=120)
@@ -94,14 +108,7 @@ def test_the_retry_does_not_repack_what_the_dead_attempt_finished(batch: tuple[R
 
 def test_a_task_that_fails_for_good_keeps_what_it_finished(batch: tuple[Repo, Repo]) -> None:
     packed, loose = batch
-    with (
-        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
-        LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
-        Client(cluster) as client,
-    ):
-        client.run(os.putenv, "PACKORDER_PAUSE_AT", PAUSE_AT)
-        future = client.submit(run_batch, [item(packed), item(loose)], pure=False)
-        busy, pids = once_the_first_is_kept(client, future, packed, loose)
+    with paused_batch(batch, allowed_failures=0, workers=1) as (client, future, busy, pids):
         os.kill(pids[busy], signal.SIGKILL)
         triaged = [Triage(packed.git_dir, "recency"), Triage(loose.git_dir, "recency")]
         first, second = batch_records(client, future, triaged)
