@@ -126,9 +126,27 @@ fn stopped() -> PackError {
     PackError::general("the walk stopped".to_string())
 }
 
+/// The run a thread is walking: should the thread die in it (a bug), the run is put back
+/// failed, so that the join does not wait for it forever.
+struct Holding<'f> {
+    feed: &'f Feed,
+    run: Option<usize>,
+}
+
+impl Drop for Holding<'_> {
+    fn drop(&mut self) {
+        if let Some(k) = self.run.take() {
+            let died = PackError::general("a thread of the walk died".to_string());
+            self.feed.put(k, Err(died));
+        }
+    }
+}
+
 /// One thread's share: runs, each walked to its end, until none is left.
 fn walk_runs(feed: &Feed, mut w: Walker<'_>) {
+    let mut holding = Holding { feed, run: None };
     while let Some((k, items)) = feed.take() {
+        holding.run = Some(k);
         let mut ends = Vec::with_capacity(items.len());
         let run = items
             .into_iter()
@@ -141,6 +159,7 @@ fn walk_runs(feed: &Feed, mut w: Walker<'_>) {
                 shown: w.take_shown(),
                 ends,
             });
+        holding.run = None;
         feed.put(k, run);
     }
 }
