@@ -74,7 +74,7 @@ impl IdSet {
     }
 }
 
-/// Objects marked by their numbers (ObjectDb::locate): a bit each.
+/// Objects marked by their numbers (ObjectDb::number): a bit each.
 #[derive(Default)]
 pub struct Marks(Vec<u64>);
 

@@ -343,7 +343,7 @@ impl ObjectDb {
         }
     }
 
-    /// How many numbers `locate` gives.
+    /// How many numbers `number` gives.
     pub fn objects(&self) -> usize {
         *self.first_numbers.last().unwrap() as usize + self.loose_ids.len()
     }

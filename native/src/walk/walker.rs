@@ -45,7 +45,7 @@ pub struct WalkOptions {
 pub struct Walked {
     pub ids: Vec<ObjectId>,
     pub name_hashes: Vec<u32>,
-    /// Each shown object's number (ObjectDb::locate), NO_NUMBER for a commit.
+    /// Each shown object's number (ObjectDb::number), NO_NUMBER for a commit.
     pub numbers: Vec<u32>,
     pub missing: Vec<ObjectId>,
     /// Tree entries passed over unread, as copies of entries of a tree already walked.
@@ -66,7 +66,7 @@ pub struct Walker<'a> {
     pub opts: &'a WalkOptions,
     pub progress: &'a Progress,
     out: Walked,
-    /// The objects seen, by number (ObjectDb::locate); missing ones are in `missing`.
+    /// The objects seen, by number (ObjectDb::number); missing ones are in `missing`.
     seen: Marks,
     missing: IdSet,
     walked: WalkedTrees,
