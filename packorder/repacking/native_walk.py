@@ -186,12 +186,7 @@ class NativeWalk:
 
     def _arrived(self, oids_hex: list[str]) -> bool:
         """Whether the repository has any of these objects now (unlisted: they arrived)."""
-        found = gitcmd.run(
-            ["cat-file", "--batch-check=%(objectname)"],
-            git_dir=self.git_dir,
-            input="".join(h + "\n" for h in oids_hex).encode(),
-        )
-        return any(not line.endswith(b" missing") for line in found.stdout.splitlines())
+        return any(kind is not None for kind in gitcmd.object_types(self.git_dir, oids_hex))
 
     def stop(self) -> None:
         self.walker.cancel()

@@ -22,10 +22,11 @@ pub struct ObjectNumbers {
 }
 
 impl ObjectNumbers {
-    /// The table of `ids`, numbered in order; an id met twice keeps its first number.
-    pub fn new<'a>(ids: impl ExactSizeIterator<Item = &'a ObjectId>) -> Self {
+    /// The table of the `count` `ids`, numbered in order; an id met twice keeps its first
+    /// number.
+    pub fn new<'a>(count: usize, ids: impl Iterator<Item = &'a ObjectId>) -> Self {
         // Linear probing stays short at three quarters full.
-        let len = (ids.len() * 4 / 3).max(1) + 1;
+        let len = (count * 4 / 3).max(1) + 1;
         let mut table = ObjectNumbers {
             slots: vec![
                 Slot {
@@ -102,7 +103,7 @@ mod tests {
             .collect();
         let mut with_twice = ids.clone();
         with_twice.push(ids[7]);
-        let table = ObjectNumbers::new(with_twice.iter());
+        let table = ObjectNumbers::new(with_twice.len(), with_twice.iter());
         for (n, id) in ids.iter().enumerate() {
             assert_eq!(table.get(id), Some(n as u32));
         }

@@ -17,21 +17,6 @@ use crate::pack::lru::Lru;
 use crate::walk::numbers::ObjectNumbers;
 use crate::walk::pack_index::IndexedPack;
 
-/// An iterator whose length is known (a chain of slices' iterators is not ExactSize).
-struct ExactLen<I>(I, usize);
-
-impl<I: Iterator> Iterator for ExactLen<I> {
-    type Item = I::Item;
-    fn next(&mut self) -> Option<I::Item> {
-        self.0.next()
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.1, Some(self.1))
-    }
-}
-
-impl<I: Iterator> ExactSizeIterator for ExactLen<I> {}
-
 /// Where an object is: entry `offset` of pack `pack`.
 type Link = (u32, u64);
 
@@ -250,19 +235,15 @@ impl ObjectDb {
         let (loose_ids, loose_paths): (Vec<_>, Vec<_>) = loose.into_iter().unzip();
         let longest = packs.iter().map(|p| p.ids.len()).max().unwrap_or(0);
         let mut first_numbers = Vec::with_capacity(packs.len() + 1);
-        let mut total = 0u64;
+        let mut packed = 0usize;
         for p in &packs {
-            first_numbers.push(u32::try_from(total).ok());
-            total += p.ids.len() as u64;
+            first_numbers.push(packed as u32);
+            packed += p.ids.len();
         }
-        first_numbers.push(u32::try_from(total).ok());
-        let Some(first_numbers) = first_numbers.into_iter().collect::<Option<Vec<u32>>>() else {
-            return Err(PackError::general(
-                "more than 4 billion objects".to_string(),
-            ));
-        };
-        if u64::from(*first_numbers.last().unwrap()) + loose_ids.len() as u64 >= u64::from(u32::MAX)
-        {
+        first_numbers.push(packed as u32);
+        // Numbers are u32s, and u32::MAX is no object's (NO_NUMBER).
+        let count = packed + loose_ids.len();
+        if count >= u32::MAX as usize {
             return Err(PackError::general(
                 "more than 4 billion objects".to_string(),
             ));
@@ -271,10 +252,7 @@ impl ObjectDb {
             .iter()
             .flat_map(|p| p.ids.iter())
             .chain(loose_ids.iter());
-        let numbers = ObjectNumbers::new(ExactLen(
-            all_ids,
-            first_numbers.last().copied().unwrap_or(0) as usize + loose_ids.len(),
-        ));
+        let numbers = ObjectNumbers::new(count, all_ids);
         Ok(ObjectDb {
             longest,
             first_numbers: Arc::new(first_numbers),
@@ -326,21 +304,23 @@ impl ObjectDb {
 
     /// Where object `n` is.
     pub fn place(&self, n: u32) -> Found {
-        let p = self.first_numbers.partition_point(|&f| f <= n) - 1;
-        let at = (n - self.first_numbers[p]) as usize;
-        match self.packs.get(p) {
-            Some(pack) => Found::Packed(p as u32, pack.offsets[at]),
-            None => Found::Loose(at),
+        match self.split(n) {
+            (p, at) if p < self.packs.len() => Found::Packed(p as u32, self.packs[p].offsets[at]),
+            (_, at) => Found::Loose(at),
         }
     }
 
     fn id_of(&self, n: u32) -> &ObjectId {
-        let p = self.first_numbers.partition_point(|&f| f <= n) - 1;
-        let at = (n - self.first_numbers[p]) as usize;
-        match self.packs.get(p) {
-            Some(pack) => &pack.ids[at],
-            None => &self.loose_ids[at],
+        match self.split(n) {
+            (p, at) if p < self.packs.len() => &self.packs[p].ids[at],
+            (_, at) => &self.loose_ids[at],
         }
+    }
+
+    /// Object `n` as (its pack, or packs.len() for the loose objects; its place there).
+    fn split(&self, n: u32) -> (usize, usize) {
+        let p = self.first_numbers.partition_point(|&f| f <= n) - 1;
+        (p, (n - self.first_numbers[p]) as usize)
     }
 
     /// How many numbers `number` gives.
