@@ -143,6 +143,10 @@ class Config:
             return default
         return parse_bool(self.values[name.lower()])
 
+    def bare(self, git_dir: Path) -> bool:
+        """Whether the repository at `git_dir` is bare (`core.bare`, else as Git guesses it)."""
+        return self.get_bool("core.bare", git_dir.name != ".git")
+
 
 def read_config(git_dir: Path | None) -> Config:
     """Configuration visible from `git_dir` (system, global, repository), or outside a repo.

@@ -167,7 +167,7 @@ def gc(
 
     git_dir = gitcmd.find_git_dir(repo_path)
     config = gitcmd.read_config(git_dir)
-    bare = config.get_bool("core.bare", git_dir.name != ".git")
+    bare = config.bare(git_dir)
     order = configured_order(config, order)
     if prune is KEEP_CONFIGURED:
         prune_expire = _expiry_setting(config, "gc.pruneExpire", DEFAULT_PRUNE_EXPIRE, git_dir)
