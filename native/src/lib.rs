@@ -72,6 +72,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<python::format::FileChecksum>()?;
     m.add_class::<python::write::RevList>()?;
     m.add_class::<python::walk::ObjectWalker>()?;
+    m.add_class::<python::walk::WalkEdges>()?;
     m.add_class::<python::write::PackWriter>()?;
     m.add_class::<python::write::ObjectCheck>()?;
     m.add_class::<python::delta::DeltaIndex>()?;

@@ -53,6 +53,7 @@ class WalkRequest:
     repo: Path | None
     lock: bool
     order: str | None
+    bitmap: bool | None = None  # -b / -B
 
 
 def read(args: list[str]) -> WalkRequest | None:
@@ -61,6 +62,7 @@ def read(args: list[str]) -> WalkRequest | None:
     repo: Path | None = None
     order = None
     lock = True
+    bitmap: bool | None = None
     i = 0
     while i < len(args):
         word = args[i]
@@ -80,12 +82,16 @@ def read(args: list[str]) -> WalkRequest | None:
         elif word in FLAGS:
             if word == "--dry-run":
                 lock = False
+            elif word in ("-b", "--write-bitmap-index"):
+                bitmap = True
+            elif word in ("-B", "--no-write-bitmap-index"):
+                bitmap = False
         elif word.startswith("-") or repo is not None:
             return None
         else:
             repo = Path(word)
         i += 1
-    return WalkRequest(repo, lock, order)
+    return WalkRequest(repo, lock, order, bitmap)
 
 
 _started: tuple[WalkRequest, Snapshot] | None = None
@@ -103,7 +109,10 @@ def start(args: list[str]) -> None:
     from packorder.repacking import snapshot
 
     with contextlib.suppress(PackError, OSError):
-        _started = (request, snapshot.take(request.repo, lock=request.lock, order=request.order, warn=warn))
+        _started = (
+            request,
+            snapshot.take(request.repo, lock=request.lock, order=request.order, warn=warn, bitmap=request.bitmap),
+        )
 
 
 def claim(request: WalkRequest) -> Snapshot | None:

@@ -219,9 +219,9 @@ def repack_cmd(
     start = None
     try:
         lock = output_dir is None and not dry_run
-        start = early_walk.claim(early_walk.WalkRequest(repo, lock, order))
+        start = early_walk.claim(early_walk.WalkRequest(repo, lock, order, write_bitmap))
         if start is None:
-            start = snapshot.take(repo, lock=lock, order=order, warn=warn)
+            start = snapshot.take(repo, lock=lock, order=order, warn=warn, bitmap=write_bitmap)
         from packorder.repacking.pipeline import repack
     except BaseException:
         if start is not None:

@@ -1,6 +1,7 @@
 """The reachability bitmap of a pack a repack writes (Git's `pack-*.bitmap`), computed
-natively from the new pack's own commits and trees (native/src/bitmap/file.rs): which commits get
-a bitmap is decided here.
+natively (native/src/bitmap/file.rs) from the commit and tree graph packorder's walk recorded
+as it read them (native/src/walk/edges.rs), or, after Git's walk, from the new pack's own
+commits and trees: which commits get a bitmap is decided here.
 
 Git gives a bitmap to every commit near the tips and to commits spaced further apart deeper
 in history, so that serving any want walks few commits before reaching one. We choose:
@@ -36,6 +37,7 @@ class PackBitmap:
     why: str
     edges_stored: int  # tree and commit edges kept in memory (chunks shared within a delta family)
     edges_named: int  # edges the trees and commits name
+    graph: str  # where the graph came from: "walk" (recorded by the walk) or "pack" (read from the new pack)
 
 
 def head_ids(repo: Repository) -> np.ndarray:
@@ -74,7 +76,7 @@ def compute(
     rows = plan.rows
     selected = select_commits(table, rows, heads)
     with pack_errors(written.path, "cannot build the new pack's bitmap: "):
-        data, bitmaps, xored, why, (stored, named) = _native.pack_bitmap(
+        data, bitmaps, xored, why, (stored, named, walked) = _native.pack_bitmap(
             str(written.path),
             written.offsets.astype(np.uint64).tobytes(),
             written.size - written.fmt.rawsz,
@@ -87,5 +89,6 @@ def compute(
             hash_cache,
             threads,
             object_limit,
+            table.graph,
         )
-    return PackBitmap(data, bitmaps, xored, why, stored, named)
+    return PackBitmap(data, bitmaps, xored, why, stored, named, "walk" if walked else "pack")

@@ -35,6 +35,8 @@ _LOST = re.compile(r"missing (?:commit|tree|blob|tag|object) ([0-9a-f]{40}|[0-9a
 class Walk(Protocol):
     def result(self) -> tuple[bytes, bytes, bytes]: ...
 
+    def graph(self) -> object | None: ...
+
     def stop(self) -> None: ...
 
 
@@ -154,7 +156,8 @@ class NativeWalk:
         self.in_commit_order = in_commit_order
         self.walker = walker
         self.git_dir, self.fmt, self.fallback = git_dir, fmt, fallback
-        self._result: tuple[bytes, bytes, bytes] | None = None
+        self._result: tuple[bytes, bytes, bytes, object | None] | None = None
+        self._fallen_back: Walk | None = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="packorder-walk", daemon=True)
         self.thread.start()
@@ -174,15 +177,27 @@ class NativeWalk:
                 raise Interrupted()
             lost = _LOST.fullmatch(message)
             if lost and self._arrived([lost[1]]):
-                return self.fallback().result()
+                return self._fall_back()
             raise walk_failed(message.encode(), 1)
         if self.error is not None:
             raise self.error
         assert self._result is not None
-        missing = self._result[2]
+        oids, hashes, missing, _ = self._result
         if missing and self._arrived([oid.hex() for oid in self.fmt.split(missing)]):
-            return self.fallback().result()
-        return self._result
+            return self._fall_back()
+        return oids, hashes, missing
+
+    def _fall_back(self) -> tuple[bytes, bytes, bytes]:
+        if self._fallen_back is None:
+            self._fallen_back = self.fallback()
+        return self._fallen_back.result()
+
+    def graph(self) -> object | None:
+        """The commit and tree graph this walk recorded (a _native.WalkEdges), if asked to
+        and its result is this walk's own; call after result()."""
+        if self._fallen_back is not None:
+            return self._fallen_back.graph()
+        return self._result[3] if self._result is not None else None
 
     def _arrived(self, oids_hex: list[str]) -> bool:
         """Whether the repository has any of these objects now (unlisted: they arrived)."""
@@ -204,13 +219,14 @@ def start(
     threads: int | None = None,
     parallel_from: int | None = None,
     run_items: int | None = None,
+    record_graph: bool = False,
 ) -> NativeWalk | None:
     """Start the walk over `packs` and `loose` (the snapshot's, alternates' included); None
     when the repository has what this walk leaves to Git. `fallback` starts Git's walk, for
     a walk that meets objects pushed after the listing (NativeWalk). `threads` (default: pack.threads,
     else every core) of 2 or more walk trees on that many cores, on packs of at least
     `parallel_from` objects, `run_items` trees a time (defaults: the core's; tests make
-    runs small)."""
+    runs small). `record_graph` keeps the commit and tree graph, for a bitmap."""
     if graft_roots(git_dir):
         return None
     fmt = object_formats.named(config.object_format)
@@ -221,7 +237,18 @@ def start(
     loose = sorted({oid: path for oid, path in reversed(loose)}.items())
     try:
         walker = _walker(
-            git_dir, packs, loose, commits, refs, missing_ok, in_commit_order, config, threads, parallel_from, run_items
+            git_dir,
+            packs,
+            loose,
+            commits,
+            refs,
+            missing_ok,
+            in_commit_order,
+            config,
+            threads,
+            parallel_from,
+            run_items,
+            record_graph,
         )
     except _native.PackFormatError as e:  # an index file it cannot read
         raise walk_failed(e.args[0].encode(), 1) from None
@@ -242,6 +269,7 @@ def _walker(
     threads: int | None,
     parallel_from: int | None,
     run_items: int | None,
+    record_graph: bool,
 ) -> _native.ObjectWalker:
     return _native.ObjectWalker(
         [str(p) for p in packs],
@@ -259,4 +287,5 @@ def _walker(
         **({} if parallel_from is None else {"parallel_from": parallel_from}),
         **({} if run_items is None else {"run_items": run_items}),
         object_format=config.object_format,
+        record_edges=record_graph,
     )

@@ -146,7 +146,7 @@ def repack(
     if output_dir is not None and write_bitmap:
         raise UsageError("a pack in output_dir gets no bitmap: a bitmap belongs beside the repository's own packs")
     if start is None:
-        start = snapshot_mod.take(repo_path, lock=in_place, order=order, warn=warnings)
+        start = snapshot_mod.take(repo_path, lock=in_place, order=order, warn=warnings, bitmap=write_bitmap)
     else:
         if start.locked != in_place:
             start.close()

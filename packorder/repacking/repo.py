@@ -136,7 +136,7 @@ def open_repository(
         snapshot = snapshot_mod.listed(path)
     git_dir, config, fmt = snapshot.git_dir, snapshot.config, snapshot.fmt
     packs = _pack_sources(snapshot.local_packs, False, fmt) + _pack_sources(snapshot.foreign_packs, True, fmt)
-    bare = config.get_bool("core.bare", git_dir.name != ".git")
+    bare = config.bare(git_dir)
     return Repository(git_dir, config, packs, _loose(snapshot.loose, snapshot.foreign_loose, fmt), bare, fmt)
 
 
@@ -156,6 +156,9 @@ class ObjectTable:
     # Reachable objects left out because a .keep pack or (with `local`) an alternate has them.
     in_keep_packs: int = 0
     in_alternates: int = 0
+    # The commit and tree graph the walk recorded (a _native.WalkEdges), for the bitmap: taken
+    # by the first bitmap computed from it.
+    graph: object | None = None
 
     @property
     def count(self) -> int:
@@ -175,6 +178,7 @@ class ObjectTable:
             self.missing,
             self.in_keep_packs,
             self.in_alternates,
+            self.graph,
         )
 
 
@@ -348,6 +352,7 @@ def _enumerate(
         missing,
         in_keep_packs=int(in_kept.sum()),
         in_alternates=int(in_alternate.sum()),
+        graph=walk.graph(),
     )
 
 

@@ -111,6 +111,10 @@ class ObjectWalk:
         self._result = oids, hashes, missing
         return self._result
 
+    def graph(self) -> None:
+        """Git's walk records no graph: a bitmap reads it from the new pack."""
+        return None
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
@@ -205,8 +209,23 @@ def _open(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
     return Snapshot(git_dir, lock, gitcmd.read_config(git_dir))
 
 
-def _main_walk(snap: Snapshot, promisor: bool, in_commit_order: bool) -> ObjectWalk | native_walk.NativeWalk:
-    """The walk of every reachable object: `packorder.walk` chooses Git's or ours."""
+def _may_write_bitmap(snap: Snapshot, bitmap: bool | None, promisor: bool) -> bool:
+    """Whether the repack may write a bitmap (options.py decides; this errs on yes)."""
+    if not snap.locked:
+        return False  # a pack written elsewhere, or none
+    if bitmap is not None:
+        return bitmap
+    configured = snap.config.get("repack.writeBitmaps")
+    if configured is not None:
+        return gitcmd.parse_bool(configured)
+    return snap.config.bare(snap.git_dir) and not promisor
+
+
+def _main_walk(
+    snap: Snapshot, promisor: bool, in_commit_order: bool, record_graph: bool
+) -> ObjectWalk | native_walk.NativeWalk:
+    """The walk of every reachable object: `packorder.walk` chooses Git's or ours; ours
+    records the commit and tree graph with `record_graph`, for the bitmap."""
     choice = snap.config.get("packorder.walk") or "native"
     if choice not in native_walk.WALKS:
         raise UsageError(f"packorder.walk is {choice!r}: it is one of {', '.join(native_walk.WALKS)}")
@@ -223,6 +242,7 @@ def _main_walk(snap: Snapshot, promisor: bool, in_commit_order: bool) -> ObjectW
             in_commit_order,
             snap.config,
             gits,
+            record_graph=record_graph,
         )
         if walk is not None:
             return walk
@@ -250,11 +270,13 @@ def take(
     lock: bool | lock_mod.RepositoryLock,
     order: str | None = None,
     warn: lock_mod.Warn | None = None,
+    bitmap: bool | None = None,
 ) -> Snapshot:
     """Lock (if `lock`: lock.py; a lock the caller holds already is used as it is, and
     stays the caller's), list, then start the walks `order` needs (the repository's
     `packorder.order` when None): the main walk (in commit order when the order needs each
-    object's introducing commit) and, beside it, the walk of unreleased history."""
+    object's introducing commit) and, beside it, the walk of unreleased history. `bitmap` is
+    the repack's -b/-B, if given: with a bitmap to write, the walk records the graph."""
     snap = _open(path, bool(lock))
     try:
         snap.order = configured_order(snap.config, order)
@@ -271,7 +293,7 @@ def take(
                     warn(snap.warnings[-1])
         _list(snap)
         promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)
-        snap.walk = _main_walk(snap, promisor, needs.needs_intro)
+        snap.walk = _main_walk(snap, promisor, needs.needs_intro, _may_write_bitmap(snap, bitmap, promisor))
         snap.tags = TagTips(snap.git_dir)
         if needs.needs_intro:
             snap.intro_walk = snap.walk

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use crate::bitmap::ewah::Ewah;
-use crate::bitmap::reach::{ChunkId, Graph, OUTSIDE};
+use crate::bitmap::graph::{ChunkId, Graph, OUTSIDE};
 use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
 
 const BITMAP_OPT_FULL_DAG: u16 = 0x1;
@@ -44,6 +44,9 @@ pub enum BitmapError {
     Outside(u32, ObjectId),
     /// The objects do not form a commit graph (a parent that is not a commit, a cycle).
     Corrupt(String),
+    /// The graph lacks the edges of the commit or tree at this position (the walk that
+    /// recorded it did not read it): the graph is to be read from the pack instead.
+    Unrecorded(u32),
 }
 
 /// The error for an OUTSIDE target met in chunk `c` of object `from`'s edges.
@@ -53,6 +56,9 @@ fn outside(g: &Graph, from: u32, c: ChunkId) -> BitmapError {
 
 /// A commit's tree and parents; an error if one of them is not in the pack.
 fn commit_edges(g: &Graph, c: u32, out: &mut Vec<u32>) -> Result<(), BitmapError> {
+    if !g.recorded(c as usize) {
+        return Err(BitmapError::Unrecorded(c));
+    }
     out.clear();
     for (k, targets) in g.chunks(c as usize) {
         if targets.contains(&OUTSIDE) {
@@ -161,6 +167,9 @@ fn reachable_from(
             return Err(BitmapError::Corrupt(format!(
                 "object at position {t} is named as a tree but is not one"
             )));
+        }
+        if !g.recorded(t as usize) {
+            return Err(BitmapError::Unrecorded(t));
         }
         set(bits, t);
         for (k, targets) in g.chunks(t as usize) {

@@ -2,4 +2,5 @@
 
 pub mod ewah;
 pub mod file;
+pub mod graph;
 pub mod reach;

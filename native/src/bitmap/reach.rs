@@ -1,7 +1,5 @@
-//! The commit and tree graph of a pack we just wrote and verified, read from its bytes: for
-//! each commit its tree and parents, for each tree the objects it names, as pack positions.
-//! This is what the reachability bitmaps (bitmap.rs) are computed from; reading it from the
-//! new pack rather than asking Git keeps the bitmap about exactly the pack it describes.
+//! The commit and tree graph (graph.rs) of a pack we just wrote and verified, read from its
+//! bytes: what the bitmaps are computed from when the walk was Git's, which gives no graph.
 //!
 //! Deltas are resolved family by family (a whole object, then its deltas depth first), the
 //! families spread over threads; blobs are never read. Objects are rebuilt by the reader the
@@ -10,6 +8,7 @@
 
 use rayon::prelude::*;
 
+use crate::bitmap::graph::{Graph, Interner, Rows, OUTSIDE};
 use crate::error::{PackError, Result};
 use crate::pack::entry::{HashAlgo, ObjectId, MAX_RAWSZ, OBJ_COMMIT, OBJ_TREE};
 use crate::pack::hash::{hex, parse_hex};
@@ -37,72 +36,6 @@ pub struct Objects<'a> {
     pub index_pos: &'a [u32],
 }
 
-/// Edges over pack positions, in chunks that many objects share: object `i` names, in order,
-/// the targets of its chunks (`chunks(i)`). A commit names its tree, then its parents.
-///
-/// Successive versions of a directory differ in a few entries, and a large repository's trees
-/// name tens of millions of objects (git/git: 2.6 GB of trees, ~64 million entries): stored
-/// once per tree, the edges alone would outweigh the rest of a repack. A tree's entries are
-/// cut into chunks where an entry's id starts with five zero bits (or after 64 entries), so a
-/// change leaves the chunks around it identical to the previous version's, and a chunk met
-/// again in the same delta family is stored once (its ids are checked against the stored
-/// targets, one array read each, instead of searched for).
-pub struct Graph {
-    /// Which part holds object `i`'s edges, and where in that part's `refs`.
-    part: Vec<u32>,
-    lo: Vec<u32>,
-    hi: Vec<u32>,
-    /// What each reading task produced, kept as it is (copying it into one store would hold
-    /// it twice at the peak).
-    parts: Vec<Rows>,
-    /// The hash of the ids it names.
-    algo: HashAlgo,
-}
-
-/// A chunk: (part, number within the part).
-pub type ChunkId = (u32, u32);
-
-impl Graph {
-    /// The chunks of object `i`'s edges, in order.
-    pub fn chunks(&self, i: usize) -> impl Iterator<Item = (ChunkId, &[u32])> + '_ {
-        let part = self.part[i];
-        let rows = &self.parts[part as usize];
-        rows.refs[self.lo[i] as usize..self.hi[i] as usize]
-            .iter()
-            .map(move |&c| ((part, c), rows.chunk(c)))
-    }
-
-    /// Object `i`'s edges, in order.
-    pub fn edges(&self, i: usize) -> impl Iterator<Item = u32> + '_ {
-        self.chunks(i)
-            .flat_map(|(_, targets)| targets.iter().copied())
-    }
-
-    /// The id behind an OUTSIDE target of chunk `c`.
-    pub fn missing_in(&self, c: ChunkId) -> ObjectId {
-        self.parts[c.0 as usize]
-            .outside
-            .iter()
-            .find(|&&(k, _)| k == c.1)
-            .map_or(ObjectId::null(self.algo), |&(_, id)| id)
-    }
-
-    /// Edge targets stored, and edges named (with repeats), for reports and tests.
-    pub fn sizes(&self) -> (usize, usize) {
-        let stored = self.parts.iter().map(|p| p.data.len()).sum();
-        let named = self
-            .parts
-            .iter()
-            .map(|p| p.refs.iter().map(|&c| p.chunk(c).len()).sum::<usize>())
-            .sum();
-        (stored, named)
-    }
-}
-
-/// The target of an edge to an object the pack does not hold (a promised object of a partial
-/// clone, or one named only by unreachable objects): harmless unless a bitmap's walk meets it.
-pub const OUTSIDE: u32 = u32::MAX;
-
 fn wanted(kind: u8) -> bool {
     kind == OBJ_COMMIT || kind == OBJ_TREE
 }
@@ -113,8 +46,8 @@ struct GraphReader<'a> {
 }
 
 impl GraphReader<'_> {
-    /// The pack position of `id`, for the chunk being built in `rows`.
-    fn position(&self, id: &[u8], rows: &mut Rows) -> u32 {
+    /// The pack position of `id`, pushed to the chunk being built in `rows`.
+    fn position(&self, id: &[u8], rows: &mut Rows) {
         // Tree entries end in a whole id (tree_entry_end checked it): copied, not converted,
         // so that nothing here can panic.
         let mut raw = [0u8; MAX_RAWSZ];
@@ -123,11 +56,8 @@ impl GraphReader<'_> {
         raw[..n].copy_from_slice(&id[..n]);
         let id = ObjectId::of(self.e.algo, &raw[..rawsz]);
         match self.finder.at(&id) {
-            Some(k) => self.e.sorted_pos[k],
-            None => {
-                rows.outside.push((rows.chunk_ends.len() as u32, id));
-                OUTSIDE
-            }
+            Some(k) => rows.push(self.e.sorted_pos[k]),
+            None => rows.push_outside(id),
         }
     }
 
@@ -175,8 +105,7 @@ impl GraphReader<'_> {
                     .and_then(|hex| parse_hex(self.e.algo, hex))
                     .filter(|_| line.get(2 * self.e.algo.rawsz()) == Some(&b'\n'))
                     .ok_or_else(|| bad("malformed commit header"))?;
-                let target = self.position(&id, rows);
-                rows.data.push(target);
+                self.position(&id, rows);
                 rest = &line[2 * self.e.algo.rawsz() + 1..];
                 first = false;
             }
@@ -184,7 +113,7 @@ impl GraphReader<'_> {
                 return Err(bad("commit without a tree line"));
             }
             let c = rows.close_chunk();
-            rows.refs.push(c);
+            rows.refer(c);
         } else {
             let mut at = 0;
             let mut from = 0;
@@ -208,23 +137,22 @@ impl GraphReader<'_> {
                     {
                         Some(c) => c,
                         None => {
-                            let outside_before = rows.outside.len();
                             self.chunk_targets(raw, rows);
-                            let c = rows.close_chunk();
                             // A chunk naming a missing object cannot be checked by id later.
-                            if rows.outside.len() == outside_before {
+                            let shared = !rows.open_chunk_outside();
+                            let c = rows.close_chunk();
+                            if shared {
                                 seen.add(key, c);
                             }
                             c
                         }
                     };
-                    rows.refs.push(c);
+                    rows.refer(c);
                     (from, count, key) = (at, 0, 0);
                 }
             }
         }
-        rows.positions.push(i as u32);
-        rows.ends.push(rows.refs.len() as u32);
+        rows.end_object(i as u32);
         Ok(())
     }
 
@@ -233,8 +161,7 @@ impl GraphReader<'_> {
         while let Some(end) = tree_entry_end(raw, self.e.algo.rawsz()) {
             // A submodule's commit lives in another repository.
             if !raw.starts_with(b"160000 ") {
-                let target = self.position(&raw[end - self.e.algo.rawsz()..end], rows);
-                rows.data.push(target);
+                self.position(&raw[end - self.e.algo.rawsz()..end], rows);
             }
             raw = &raw[end..];
         }
@@ -278,60 +205,6 @@ fn tree_entry_end(rest: &[u8], rawsz: usize) -> Option<usize> {
     (rest.len() >= nul + 1 + rawsz).then_some(nul + 1 + rawsz)
 }
 
-/// The edges read by one task: object `positions[k]` names the chunks
-/// `refs[ends[k - 1]..ends[k]]`; chunk `c` (numbered within the task) is
-/// `data[chunk_ends[c - 1]..chunk_ends[c]]`.
-#[derive(Default)]
-struct Rows {
-    positions: Vec<u32>,
-    ends: Vec<u32>,
-    refs: Vec<u32>,
-    chunk_ends: Vec<u32>,
-    data: Vec<u32>,
-    outside: Vec<(u32, ObjectId)>,
-}
-
-impl Rows {
-    /// Give back the room vectors grew into (up to half of what they hold).
-    fn shrink(&mut self) {
-        self.refs.shrink_to_fit();
-        self.chunk_ends.shrink_to_fit();
-        self.data.shrink_to_fit();
-        self.outside.shrink_to_fit();
-    }
-
-    fn chunk(&self, c: u32) -> &[u32] {
-        let from = if c == 0 {
-            0
-        } else {
-            self.chunk_ends[c as usize - 1]
-        };
-        &self.data[from as usize..self.chunk_ends[c as usize] as usize]
-    }
-
-    /// End the chunk whose targets were just pushed; its number.
-    fn close_chunk(&mut self) -> u32 {
-        self.chunk_ends.push(self.data.len() as u32);
-        (self.chunk_ends.len() - 1) as u32
-    }
-}
-
-/// The tree chunks met in one delta family, by a key mixed from their ids.
-#[derive(Default)]
-struct Interner {
-    by_key: std::collections::HashMap<u64, Vec<u32>>,
-}
-
-impl Interner {
-    fn candidates(&self, key: u64) -> &[u32] {
-        self.by_key.get(&key).map_or(&[], Vec::as_slice)
-    }
-
-    fn add(&mut self, key: u64, c: u32) {
-        self.by_key.entry(key).or_default().push(c);
-    }
-}
-
 /// Read the edges of every commit and tree in the pack, whose objects `store` (its one pack)
 /// reads.
 pub fn read_graph(store: &Store, objects: &Objects<'_>, pool: &rayon::ThreadPool) -> Result<Graph> {
@@ -366,23 +239,5 @@ pub fn read_graph(store: &Store, objects: &Objects<'_>, pool: &rayon::ThreadPool
             .collect::<Result<_>>()
     })?;
     drop(children);
-    let mut graph = Graph {
-        part: vec![0; n],
-        lo: vec![0; n],
-        hi: vec![0; n],
-        parts: families,
-        algo: objects.algo,
-    };
-    for (p, rows) in graph.parts.iter_mut().enumerate() {
-        let mut from = 0;
-        for (&i, &end) in rows.positions.iter().zip(&rows.ends) {
-            graph.part[i as usize] = p as u32;
-            graph.lo[i as usize] = from;
-            graph.hi[i as usize] = end;
-            from = end;
-        }
-        rows.positions = Vec::new();
-        rows.ends = Vec::new();
-    }
-    Ok(graph)
+    Ok(Graph::from_parts(n, families, objects.algo))
 }

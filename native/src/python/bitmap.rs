@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::bitmap::file::{self, BitmapError, Input};
+use crate::bitmap::graph::Graph;
 use crate::bitmap::reach::{read_graph, Objects};
 use crate::pack::entry_headers::read_entries;
 use crate::pack::object_read::Store;
@@ -13,6 +14,7 @@ use crate::pack::pack_entries::PackEntries;
 use crate::pack::source::PackFile;
 use crate::python::arrays::ids_column;
 use crate::python::arrays::{i64s, u32s, u64s};
+use crate::python::walk::WalkEdges;
 use crate::{to_py_err, PackFormatError};
 
 type BitmapOutcome<'py> = (
@@ -20,16 +22,19 @@ type BitmapOutcome<'py> = (
     usize,
     usize,
     String,
-    (usize, usize),
+    (usize, usize, bool),
 );
 
 /// The `.bitmap` of a pack just written and verified, from its entries in pack order (start
 /// offsets, where they end, base positions or -1, real types, ids, path-name hashes) and the pack
 /// positions of the commits to give a bitmap; `hash_cache` writes the path-name hashes.
-/// Returns (bytes, bitmaps, of them XORed, "", (edge targets stored, edges named)) or, when
-/// the pack names an object it does not hold (it cannot have a bitmap of its own),
-/// (None, 0, 0, why, edges).
+/// `edges`, the graph the walk recorded, spares reading the pack's commits and trees again
+/// (they are read when it lacks one a bitmap needs). Returns (bytes, bitmaps, of them XORed,
+/// "", (edge targets stored, edges named, whether they are the walk's)) or, when the pack
+/// names an object it does not hold (it cannot have a bitmap of its own), (None, 0, 0, why,
+/// edges).
 #[pyfunction]
+#[pyo3(signature = (pack_path, offsets, data_end, bases, kinds, oids, name_hashes, selected, checksum, hash_cache, threads, object_limit, edges=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn pack_bitmap<'py>(
     py: Python<'py>,
@@ -45,7 +50,9 @@ pub fn pack_bitmap<'py>(
     hash_cache: bool,
     threads: usize,
     object_limit: u64,
+    edges: Option<Bound<'py, WalkEdges>>,
 ) -> PyResult<BitmapOutcome<'py>> {
+    let walk_graph = edges.and_then(|e| e.get().take());
     let (offsets, bases) = (u64s(offsets), i64s(bases));
     let (name_hashes, selected) = (u32s(name_hashes), u32s(selected));
     // The pack's checksum names the hash of everything else.
@@ -68,16 +75,34 @@ pub fn pack_bitmap<'py>(
     }
     let pack = PackFile::open(&pack_path, false, algo).map_err(to_py_err)?;
     let outcome = py.detach(|| -> crate::error::Result<_> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .build()
-            .map_err(|e| crate::error::PackError::at(0, e.to_string()))?;
         let order = crate::pack::ids::sort_order(&oids);
-        let sorted_ids: Vec<_> = order.iter().map(|&i| oids[i as usize]).collect();
         let mut index_pos = vec![0u32; n];
         for (k, &i) in order.iter().enumerate() {
             index_pos[i as usize] = k as u32;
         }
+        let write = |graph: &Graph| {
+            file::write(&Input {
+                kinds,
+                graph,
+                selected: &selected,
+                index_pos: &index_pos,
+                name_hashes: &name_hashes,
+                hash_cache,
+                pack_checksum: &checksum,
+            })
+        };
+        if let Some(walked) = walk_graph {
+            let graph = walked.into_graph(&oids);
+            match write(&graph) {
+                Err(BitmapError::Unrecorded(_)) => {}
+                written => return Ok(((graph.sizes(), true), written)),
+            }
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .build()
+            .map_err(|e| crate::error::PackError::at(0, e.to_string()))?;
+        let sorted_ids: Vec<_> = order.iter().map(|&i| oids[i as usize]).collect();
         // The reader rebuilds objects from the entries as stored: their headers, read here.
         let mut entries = read_entries(&pack, offsets, data_end)?;
         entries.bases = bases;
@@ -101,17 +126,10 @@ pub fn pack_bitmap<'py>(
         let graph = read_graph(&store, &objects, &pool)?;
         drop(store);
         drop(sorted_ids);
-        let input = Input {
-            kinds,
-            graph: &graph,
-            selected: &selected,
-            index_pos: &index_pos,
-            name_hashes: &name_hashes,
-            hash_cache,
-            pack_checksum: &checksum,
-        };
-        Ok((graph.sizes(), file::write(&input)))
+        Ok(((graph.sizes(), false), write(&graph)))
     });
+    let outcome =
+        outcome.map(|(((stored, named), walked), written)| ((stored, named, walked), written));
     match outcome {
         Ok((edges, Ok((bytes, stats)))) => Ok((
             Some(PyBytes::new(py, &bytes)),
@@ -120,6 +138,10 @@ pub fn pack_bitmap<'py>(
             String::new(),
             edges,
         )),
+        Ok((_, Err(BitmapError::Unrecorded(at)))) => Err(PackFormatError::new_err((
+            format!("the graph read from the pack lacks the object at position {at}"),
+            py.None(),
+        ))),
         Ok((_, Err(BitmapError::Corrupt(message)))) => {
             Err(PackFormatError::new_err((message, py.None())))
         }

@@ -13,6 +13,7 @@ use crate::pack::entry::{HashAlgo, ObjectId};
 use crate::progress::Progress;
 use crate::python::arrays::{bytes_of, hash_named, ids_column, one_id};
 use crate::to_py_err;
+use crate::walk::edges::WalkGraph;
 use crate::walk::index_file::{index_roots, IndexRoots};
 use crate::walk::odb::ObjectDb;
 use crate::walk::parallel::RUN_ITEMS;
@@ -46,9 +47,9 @@ impl ObjectWalker {
     /// [(id, path or None)] that are not commits, in order; index_files: the worktrees'
     /// indexes, in Git's order (read here); shallow: sorted ids whose parents are not walked;
     /// threads: 2 or more walks on that many cores, from parallel_from objects, run_items
-    /// items at a time.
+    /// items at a time; record_edges: keep the commit and tree graph, for a bitmap.
     #[new]
-    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, cache_budget, object_limit, threads=1, parallel_from=PARALLEL_FROM, run_items=RUN_ITEMS, object_format="sha1"))]
+    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, cache_budget, object_limit, threads=1, parallel_from=PARALLEL_FROM, run_items=RUN_ITEMS, object_format="sha1", record_edges=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         packs: Vec<PathBuf>,
@@ -66,6 +67,7 @@ impl ObjectWalker {
         parallel_from: usize,
         run_items: usize,
         object_format: &str,
+        record_edges: bool,
     ) -> PyResult<Self> {
         let algo = hash_named(object_format)?;
         let loose_ids = ids_column(algo, loose_ids, "loose ids")?;
@@ -102,6 +104,7 @@ impl ObjectWalker {
                 threads,
                 parallel_from,
                 run_items,
+                record_edges,
             },
             cache_budget,
             object_limit,
@@ -114,7 +117,8 @@ impl ObjectWalker {
         })
     }
 
-    /// Walk: (ids, 20 bytes each, in Git's order; name hashes as native u32s; missing ids).
+    /// Walk: (ids one after another, in Git's order; name hashes as native u32s; missing ids;
+    /// the graph recorded, or None).
     fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(mut job) = job else {
@@ -123,7 +127,8 @@ impl ObjectWalker {
             ));
         };
         let progress = self.progress.clone();
-        let w = py
+        let algo = job.algo;
+        let (w, numbering) = py
             .detach(|| -> Result<_, PackError> {
                 let loose = std::mem::take(&mut job.loose);
                 let mut db = ObjectDb::open(
@@ -133,10 +138,26 @@ impl ObjectWalker {
                     job.object_limit,
                     job.algo,
                 )?;
-                walk(&mut db, &job.commits, &job.roots, &job.opts, &progress)
+                let walked = walk(&mut db, &job.commits, &job.roots, &job.opts, &progress)?;
+                let numbering = db.numbering();
+                drop(db);
+                // The walkers' caches are freed among what the graph keeps.
+                crate::trim_heap();
+                Ok((walked, numbering))
             })
             .map_err(to_py_err)?;
-        let items: [Py<PyAny>; 3] = [
+        let mut w = w;
+        let edges = match job.opts.record_edges {
+            true => Some(WalkEdges {
+                graph: Mutex::new(Some(WalkGraph {
+                    parts: std::mem::take(&mut w.edges),
+                    numbering,
+                    algo,
+                })),
+            }),
+            false => None,
+        };
+        let items: [Py<PyAny>; 4] = [
             PyBytes::new(py, &crate::pack::object_id::concat(&w.ids))
                 .into_any()
                 .unbind(),
@@ -146,6 +167,7 @@ impl ObjectWalker {
             PyBytes::new(py, &crate::pack::object_id::concat(&w.missing))
                 .into_any()
                 .unbind(),
+            edges.into_pyobject(py)?.into_any().unbind(),
         ];
         PyTuple::new(py, items)
     }
@@ -157,5 +179,18 @@ impl ObjectWalker {
 
     fn cancel(&self) {
         self.progress.cancelled.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The commit and tree graph a walk recorded, for the bitmap of the pack written from it
+/// (taken by the first `pack_bitmap` given it).
+#[pyclass(frozen, module = "packorder._native")]
+pub struct WalkEdges {
+    graph: Mutex<Option<WalkGraph>>,
+}
+
+impl WalkEdges {
+    pub fn take(&self) -> Option<WalkGraph> {
+        self.graph.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }

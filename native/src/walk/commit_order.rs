@@ -57,6 +57,7 @@ impl CommitOrder {
             return Ok(None);
         };
         w.progress.check_cancelled()?;
+        w.record_commit(&id, &tree, &parents);
         if w.opts.shallow.binary_search(&id).is_ok() {
             return Ok(Some((id, tree)));
         }

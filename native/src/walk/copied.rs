@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use crate::pack::delta::Copied;
 use crate::walk::id_set::LinkHasher;
+use crate::walk::objects::TreeEntries;
 use crate::walk::odb::EntryLink;
 
 /// The entry starts of the trees walked to their end, the most recent kept (a tree's
 /// versions delta against each other, and the walk meets them one commit after another).
 pub struct WalkedTrees {
-    starts: HashMap<EntryLink, (Arc<Vec<u32>>, usize), BuildHasherDefault<LinkHasher>>,
+    entries: HashMap<EntryLink, (Arc<TreeEntries>, usize), BuildHasherDefault<LinkHasher>>,
     order: VecDeque<EntryLink>,
     held: usize,
     budget: usize,
@@ -26,23 +27,23 @@ pub const WALKED_TREES_BUDGET: usize = 32 << 20;
 impl WalkedTrees {
     pub fn new(budget: usize) -> Self {
         WalkedTrees {
-            starts: HashMap::default(),
+            entries: HashMap::default(),
             order: VecDeque::new(),
             held: 0,
             budget,
         }
     }
 
-    pub fn keep(&mut self, link: EntryLink, starts: Arc<Vec<u32>>, len: usize) {
-        self.held += 4 * starts.len();
-        self.starts.insert(link, (starts, len));
+    pub fn keep(&mut self, link: EntryLink, entries: Arc<TreeEntries>, len: usize) {
+        self.held += entries.size();
+        self.entries.insert(link, (entries, len));
         self.order.push_back(link);
         while self.held > self.budget {
             let Some(old) = self.order.pop_front() else {
                 break;
             };
-            if let Some((s, _)) = self.starts.remove(&old) {
-                self.held -= 4 * s.len();
+            if let Some((s, _)) = self.entries.remove(&old) {
+                self.held -= s.size();
             }
         }
     }
@@ -52,16 +53,17 @@ impl WalkedTrees {
 /// length, and the next copy to look at.
 pub struct Copies {
     copies: Vec<Copied>,
-    base_starts: Arc<Vec<u32>>,
+    base: Arc<TreeEntries>,
     base_len: usize,
     next: usize,
 }
 
 impl Copies {
     /// Pass over the entries at `at` that the delta copied whole from entries of the base
-    /// (the base was walked to its end, so what they name was seen), recording their starts
-    /// and moving `at` past them; returns how many were passed.
-    pub fn pass(&mut self, at: &mut usize, starts: &mut Vec<u32>) -> u64 {
+    /// (the base was walked to its end, so what they name was seen), recording them (with
+    /// the numbers of the base's entries they copy) and moving `at` past them; returns how
+    /// many were passed.
+    pub fn pass(&mut self, at: &mut usize, entries: &mut TreeEntries) -> u64 {
         let mut passed = 0;
         while let Some(c) = self.copies.get(self.next) {
             if c.at + c.len <= *at {
@@ -73,17 +75,15 @@ impl Copies {
             }
             // `at` lies in this copy, at `from` in the base: an entry start there?
             let from = c.from + (*at - c.at);
-            let Ok(mut k) = self.base_starts.binary_search(&(from as u32)) else {
+            let base_starts = &self.base.starts;
+            let Ok(mut k) = base_starts.binary_search(&(from as u32)) else {
                 break;
             };
             let copy_end = c.from + c.len;
-            let end_of = |k: usize| {
-                self.base_starts
-                    .get(k)
-                    .map_or(self.base_len, |&e| e as usize)
-            };
-            while k < self.base_starts.len() && end_of(k + 1) <= copy_end {
-                starts.push((self.base_starts[k] as usize - from + *at) as u32);
+            let end_of = |k: usize| base_starts.get(k).map_or(self.base_len, |&e| e as usize);
+            while k < base_starts.len() && end_of(k + 1) <= copy_end {
+                let start = (base_starts[k] as usize - from + *at) as u32;
+                entries.push(start, self.base.numbers[k]);
                 k += 1;
                 passed += 1;
             }
@@ -105,10 +105,10 @@ impl WalkedTrees {
     /// What `copies` (of a tree's delta against `base`) let the walk pass, if `base` was
     /// walked to its end.
     pub fn copies_from(&self, base: EntryLink, copies: Vec<Copied>) -> Option<Copies> {
-        let (starts, len) = self.starts.get(&base)?;
+        let (entries, len) = self.entries.get(&base)?;
         Some(Copies {
             copies,
-            base_starts: starts.clone(),
+            base: entries.clone(),
             base_len: *len,
             next: 0,
         })
@@ -131,6 +131,10 @@ mod tests {
         let (a, b, c) = (entry("a", 1), entry("bb", 2), entry("c", 3));
         let base: Vec<u8> = [a.clone(), b.clone(), c.clone()].concat();
         let base_starts = vec![0u32, a.len() as u32, (a.len() + b.len()) as u32];
+        let base_entries = TreeEntries {
+            starts: base_starts,
+            numbers: vec![1, 2, 3],
+        };
         // The new tree: a and b copied, a new entry inserted, then c copied.
         let new = entry("b2", 9);
         let data: Vec<u8> = [a.clone(), b.clone(), new.clone(), c.clone()].concat();
@@ -148,19 +152,21 @@ mod tests {
         ];
         let mut copied = Copies {
             copies,
-            base_starts: Arc::new(base_starts),
+            base: Arc::new(base_entries),
             base_len: base.len(),
             next: 0,
         };
-        let (mut at, mut starts) = (0, Vec::new());
-        assert_eq!(copied.pass(&mut at, &mut starts), 2);
+        let (mut at, mut entries) = (0, TreeEntries::default());
+        assert_eq!(copied.pass(&mut at, &mut entries), 2);
         assert_eq!(at, a.len() + b.len());
-        assert_eq!(starts, vec![0, a.len() as u32]);
+        assert_eq!(entries.starts, vec![0, a.len() as u32]);
         // The new entry is parsed by the walk; then c is passed.
-        starts.push(at as u32);
+        entries.push(at as u32, 9);
         at += new.len();
-        assert_eq!(copied.pass(&mut at, &mut starts), 1);
+        assert_eq!(copied.pass(&mut at, &mut entries), 1);
         assert_eq!(at, data.len());
+        // Passed entries carry the numbers of the base's entries they copy.
+        assert_eq!(entries.numbers, vec![1, 2, 9, 3]);
     }
 
     #[test]
@@ -173,12 +179,15 @@ mod tests {
                 from: a.len() - 1,
                 len: b.len(),
             }],
-            base_starts: Arc::new(vec![0, a.len() as u32]),
+            base: Arc::new(TreeEntries {
+                starts: vec![0, a.len() as u32],
+                numbers: vec![1, 2],
+            }),
             base_len: base.len(),
             next: 0,
         };
-        let (mut at, mut starts) = (0, Vec::new());
-        assert_eq!(copied.pass(&mut at, &mut starts), 0);
+        let (mut at, mut entries) = (0, TreeEntries::default());
+        assert_eq!(copied.pass(&mut at, &mut entries), 0);
         assert_eq!(at, 0);
     }
 }

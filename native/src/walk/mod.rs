@@ -7,6 +7,7 @@
 
 pub mod commit_order;
 pub mod copied;
+pub mod edges;
 pub mod id_set;
 pub mod index_file;
 pub mod numbers;

@@ -4,7 +4,11 @@
 //! holds each id's first 20 bytes beside its number (a cache line at most); a longer id is
 //! confirmed against the rest of it by the caller.
 
+use std::sync::Arc;
+
+use crate::error::{PackError, Result};
 use crate::pack::entry::ObjectId;
+use crate::walk::pack_index::IndexedPack;
 
 /// The bytes of an id kept in the table.
 const HEAD: usize = 20;
@@ -84,6 +88,77 @@ impl ObjectNumbers {
 
 fn head_of(id: &ObjectId) -> [u8; HEAD] {
     id[..HEAD].try_into().unwrap()
+}
+
+/// Every object of a repository numbered: its packs' objects pack after pack in index order,
+/// then its loose ones. The walk's readers share it, and the graph the walk records
+/// (edges.rs) keeps it to name the objects its numbers stand for.
+pub struct Numbering {
+    table: ObjectNumbers,
+    packs: Arc<Vec<IndexedPack>>,
+    /// The number of each pack's first object, and of the first loose one.
+    first_numbers: Vec<u32>,
+    loose_ids: Vec<ObjectId>,
+}
+
+/// Numbers no object has: a tree entry that is a gitlink, and one naming an object the
+/// repository lacks.
+pub const GITLINK: u32 = u32::MAX - 1;
+pub const MISSING: u32 = u32::MAX;
+
+impl Numbering {
+    pub fn new(packs: Arc<Vec<IndexedPack>>, loose_ids: Vec<ObjectId>) -> Result<Self> {
+        let mut first_numbers = Vec::with_capacity(packs.len() + 1);
+        let mut packed = 0usize;
+        for p in packs.iter() {
+            first_numbers.push(packed as u32);
+            packed += p.ids.len();
+        }
+        first_numbers.push(packed as u32);
+        let count = packed + loose_ids.len();
+        if count >= GITLINK as usize {
+            return Err(PackError::general(
+                "more than 4 billion objects".to_string(),
+            ));
+        }
+        let all_ids = packs
+            .iter()
+            .flat_map(|p| p.ids.iter())
+            .chain(loose_ids.iter());
+        let table = ObjectNumbers::new(count, all_ids);
+        Ok(Numbering {
+            table,
+            packs,
+            first_numbers,
+            loose_ids,
+        })
+    }
+
+    /// The number of `id`, if the repository has it (an object in two packs has the first
+    /// one's).
+    pub fn number(&self, id: &ObjectId) -> Option<u32> {
+        let n = self.table.get(id)?;
+        // The table holds 20 bytes of an id: a longer one is confirmed whole.
+        (id.len() <= HEAD || self.id_of(n) == id).then_some(n)
+    }
+
+    pub fn id_of(&self, n: u32) -> &ObjectId {
+        match self.split(n) {
+            (p, at) if p < self.packs.len() => &self.packs[p].ids[at],
+            (_, at) => &self.loose_ids[at],
+        }
+    }
+
+    /// Object `n` as (its pack, or the pack count for the loose objects; its place there).
+    pub fn split(&self, n: u32) -> (usize, usize) {
+        let p = self.first_numbers.partition_point(|&f| f <= n) - 1;
+        (p, (n - self.first_numbers[p]) as usize)
+    }
+
+    /// How many numbers there are.
+    pub fn objects(&self) -> usize {
+        *self.first_numbers.last().unwrap() as usize + self.loose_ids.len()
+    }
 }
 
 #[cfg(test)]

@@ -98,6 +98,41 @@ pub struct TreeEntry<'a> {
     pub id: &'a [u8],
 }
 
+/// A tree's entries as a walk met them: where each starts in the tree's data, and the number
+/// of the object it names (numbers.rs: GITLINK, or MISSING until known), in entry order.
+#[derive(Default)]
+pub struct TreeEntries {
+    pub starts: Vec<u32>,
+    pub numbers: Vec<u32>,
+}
+
+impl TreeEntries {
+    pub fn with_capacity(n: usize) -> Self {
+        TreeEntries {
+            starts: Vec::with_capacity(n),
+            numbers: Vec::with_capacity(n),
+        }
+    }
+
+    pub fn push(&mut self, start: u32, number: u32) {
+        self.starts.push(start);
+        self.numbers.push(number);
+    }
+
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// The bytes they take in memory.
+    pub fn size(&self) -> usize {
+        8 * self.starts.len()
+    }
+}
+
 pub const MODE_DIR: u32 = 0o040000;
 pub const MODE_GITLINK: u32 = 0o160000;
 

@@ -14,7 +14,7 @@ use crate::pack::delta_chain::{decode, BaseCache, ChainLinks, ChainStats, Object
 use crate::pack::entry::{is_delta, parse_header, BaseRef, HashAlgo, ObjectId, MAX_HEADER_LEN};
 use crate::pack::inflate::Inflater;
 use crate::pack::lru::Lru;
-use crate::walk::numbers::ObjectNumbers;
+use crate::walk::numbers::Numbering;
 use crate::walk::pack_index::IndexedPack;
 
 /// Where an object is: entry `offset` of pack `pack`.
@@ -188,16 +188,13 @@ impl BaseCache<Link> for RecentObjects {
 /// A repository's objects for one walking thread.
 pub struct ObjectDb {
     packs: Arc<Vec<IndexedPack>>,
-    loose_ids: Arc<Vec<ObjectId>>,
     loose_paths: Arc<Vec<PathBuf>>,
     bufs: Option<Buffers>,
     cache: RecentObjects,
     object_limit: u64,
     /// The most entries of one pack: no chain is longer.
     longest: usize,
-    /// The number of each pack's first object (see `number`), and of the first loose one.
-    first_numbers: Arc<Vec<u32>>,
-    numbers: Arc<ObjectNumbers>,
+    numbering: Arc<Numbering>,
     pub stats: ChainStats,
 }
 
@@ -234,31 +231,12 @@ impl ObjectDb {
             .collect::<Result<Vec<_>>>()?;
         let (loose_ids, loose_paths): (Vec<_>, Vec<_>) = loose.into_iter().unzip();
         let longest = packs.iter().map(|p| p.ids.len()).max().unwrap_or(0);
-        let mut first_numbers = Vec::with_capacity(packs.len() + 1);
-        let mut packed = 0usize;
-        for p in &packs {
-            first_numbers.push(packed as u32);
-            packed += p.ids.len();
-        }
-        first_numbers.push(packed as u32);
-        // Numbers are u32s, and u32::MAX is no object's (NO_NUMBER).
-        let count = packed + loose_ids.len();
-        if count >= u32::MAX as usize {
-            return Err(PackError::general(
-                "more than 4 billion objects".to_string(),
-            ));
-        }
-        let all_ids = packs
-            .iter()
-            .flat_map(|p| p.ids.iter())
-            .chain(loose_ids.iter());
-        let numbers = ObjectNumbers::new(count, all_ids);
+        let packs = Arc::new(packs);
+        let numbering = Numbering::new(packs.clone(), loose_ids)?;
         Ok(ObjectDb {
             longest,
-            first_numbers: Arc::new(first_numbers),
-            numbers: Arc::new(numbers),
-            packs: Arc::new(packs),
-            loose_ids: Arc::new(loose_ids),
+            numbering: Arc::new(numbering),
+            packs,
             loose_paths: Arc::new(loose_paths),
             bufs: Some(Buffers::default()),
             cache: RecentObjects::new(budget),
@@ -272,10 +250,8 @@ impl ObjectDb {
     pub fn sibling(&self, share: usize) -> ObjectDb {
         ObjectDb {
             longest: self.longest,
-            first_numbers: self.first_numbers.clone(),
-            numbers: self.numbers.clone(),
+            numbering: self.numbering.clone(),
             packs: self.packs.clone(),
-            loose_ids: self.loose_ids.clone(),
             loose_paths: self.loose_paths.clone(),
             bufs: Some(Buffers::default()),
             cache: RecentObjects::new(self.cache.kept.budget() / share.max(1) as u64),
@@ -293,39 +269,28 @@ impl ObjectDb {
         self.number(id).map(|n| self.place(n))
     }
 
-    /// The number of `id`, if the repository has it: each object has one, below `objects()`
-    /// (an object in two packs has the first one's), so that a walk can mark what it has
-    /// seen in a bitmap instead of a set of ids.
+    /// The number of `id`, if the repository has it: each object has one, below `objects()`,
+    /// so that a walk can mark what it has seen in a bitmap instead of a set of ids.
     pub fn number(&self, id: &ObjectId) -> Option<u32> {
-        let n = self.numbers.get(id)?;
-        // The table holds 20 bytes of an id: a longer one is confirmed whole.
-        (id.len() <= 20 || self.id_of(n) == id).then_some(n)
+        self.numbering.number(id)
     }
 
     /// Where object `n` is.
     pub fn place(&self, n: u32) -> Found {
-        match self.split(n) {
+        match self.numbering.split(n) {
             (p, at) if p < self.packs.len() => Found::Packed(p as u32, self.packs[p].offsets[at]),
             (_, at) => Found::Loose(at),
         }
     }
 
-    fn id_of(&self, n: u32) -> &ObjectId {
-        match self.split(n) {
-            (p, at) if p < self.packs.len() => &self.packs[p].ids[at],
-            (_, at) => &self.loose_ids[at],
-        }
-    }
-
-    /// Object `n` as (its pack, or packs.len() for the loose objects; its place there).
-    fn split(&self, n: u32) -> (usize, usize) {
-        let p = self.first_numbers.partition_point(|&f| f <= n) - 1;
-        (p, (n - self.first_numbers[p]) as usize)
-    }
-
     /// How many numbers `number` gives.
     pub fn objects(&self) -> usize {
-        *self.first_numbers.last().unwrap() as usize + self.loose_ids.len()
+        self.numbering.objects()
+    }
+
+    /// The numbering of the objects, for what outlives the walk.
+    pub fn numbering(&self) -> Arc<Numbering> {
+        self.numbering.clone()
     }
 
     /// The type and data of the object `at`.

@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
+use crate::bitmap::graph::Rows;
 use crate::error::{PackError, Result};
 use crate::pack::entry::ObjectId;
 use crate::walk::commit_order::CommitOrder;
@@ -142,8 +143,9 @@ impl Drop for Holding<'_> {
     }
 }
 
-/// One thread's share: runs, each walked to its end, until none is left.
-fn walk_runs(feed: &Feed, mut w: Walker<'_>) {
+/// One thread's share: runs, each walked to its end, until none is left; the graph it
+/// recorded, if asked to.
+fn walk_runs(feed: &Feed, mut w: Walker<'_>) -> Option<Rows> {
     let mut holding = Holding { feed, run: None };
     while let Some((k, items)) = feed.take() {
         holding.run = Some(k);
@@ -162,6 +164,7 @@ fn walk_runs(feed: &Feed, mut w: Walker<'_>) {
         holding.run = None;
         feed.put(k, run);
     }
+    w.take_edges()
 }
 
 /// The walk with the commits found by `w` (its roots prepared in `roots`) and the items
@@ -185,9 +188,12 @@ pub(super) fn walk_on_every_core(
     let mut order = Vec::new();
     std::thread::scope(|scope| {
         let walkers = dbs.len();
+        let mut threads = Vec::with_capacity(walkers);
         for db in &mut dbs {
             let feed = &feed;
-            scope.spawn(move || walk_runs(feed, Walker::new(db, opts, progress, walkers)));
+            threads.push(
+                scope.spawn(move || walk_runs(feed, Walker::new(db, opts, progress, walkers))),
+            );
         }
         let found = (|| -> Result<()> {
             while let Some((id, tree)) = commits.next(&mut w)? {
@@ -210,7 +216,13 @@ pub(super) fn walk_on_every_core(
         if joined.is_err() {
             feed.end(true);
         }
-        joined
+        let mut joined = joined?;
+        joined.edges.extend(w.take_edges());
+        for t in threads {
+            // A thread that died failed its run, and the join above with it.
+            joined.edges.extend(t.join().ok().flatten());
+        }
+        Ok(joined)
     })
 }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::pack::delta_chain::Object;
 use crate::pack::lru::Lru;
-use crate::walk::objects::MODE_DIR;
+use crate::walk::objects::{TreeEntries, MODE_DIR};
 
 /// A path as the walk's key for it: a hash, child by child, from the root's.
 pub type PathKey = u64;
@@ -27,11 +27,11 @@ pub fn child_path(parent: PathKey, name: &[u8]) -> PathKey {
     h
 }
 
-/// A tree walked to its end: its data and where each entry starts.
+/// A tree walked to its end: its data and its entries.
 #[derive(Clone)]
 struct Walked {
     data: Object,
-    starts: Arc<Vec<u32>>,
+    entries: Arc<TreeEntries>,
 }
 
 /// The tree walked last at each path, the most recently used kept under a budget.
@@ -45,9 +45,9 @@ impl PathTrees {
         PathTrees(Lru::new(budget))
     }
 
-    pub fn keep(&mut self, path: PathKey, data: Object, starts: Arc<Vec<u32>>) {
-        let size = (data.len() + 4 * starts.len()) as u64;
-        self.0.insert(path, Walked { data, starts }, size);
+    pub fn keep(&mut self, path: PathKey, data: Object, entries: Arc<TreeEntries>) {
+        let size = (data.len() + entries.size()) as u64;
+        self.0.insert(path, Walked { data, entries }, size);
     }
 
     /// What the tree walked last at `path` lets a tree met there pass.
@@ -66,28 +66,30 @@ pub struct SamePath {
 
 impl SamePath {
     fn start(&self, k: usize) -> usize {
-        self.walked.starts[k] as usize
+        self.walked.entries.starts[k] as usize
     }
 
     fn end(&self, k: usize) -> usize {
         self.walked
+            .entries
             .starts
             .get(k + 1)
             .map_or(self.walked.data.len(), |&e| e as usize)
     }
 
     /// Pass over the entries of `tree` at `at` that equal the walked tree's next ones,
-    /// recording their starts; returns how many were passed.
-    pub fn pass(&mut self, tree: &[u8], at: &mut usize, starts: &mut Vec<u32>) -> u64 {
+    /// recording them; returns how many were passed.
+    pub fn pass(&mut self, tree: &[u8], at: &mut usize, entries: &mut TreeEntries) -> u64 {
         let first = self.next;
-        if first >= self.walked.starts.len() {
+        if first >= self.walked.entries.len() {
             return 0;
         }
         let from = self.start(first);
         // One comparison for the run of equal entries, not one for each.
         let same = common_prefix(&tree[*at..], &self.walked.data[from..]);
-        while self.next < self.walked.starts.len() && self.end(self.next) - from <= same {
-            starts.push((*at + self.start(self.next) - from) as u32);
+        while self.next < self.walked.entries.len() && self.end(self.next) - from <= same {
+            let number = self.walked.entries.numbers[self.next];
+            entries.push((*at + self.start(self.next) - from) as u32, number);
             self.next += 1;
         }
         if self.next > first {
@@ -115,7 +117,7 @@ impl SamePath {
     /// or two of `next` (the entry read replaced the walked one there), so the search
     /// gallops from `next` before it bisects.
     fn first_after(&self, name: &[u8], dir: bool, past: Ordering) -> usize {
-        let len = self.walked.starts.len();
+        let len = self.walked.entries.len();
         let after = |k: usize| match name_of(&self.walked.data[self.start(k)..self.end(k)]) {
             Some((walked_name, walked_dir)) => {
                 tree_order(walked_name, walked_dir, name, dir) > past
@@ -206,14 +208,15 @@ mod tests {
         e
     }
 
-    fn walked(entries: &[Vec<u8>]) -> (Object, Arc<Vec<u32>>) {
-        let mut starts = Vec::new();
+    /// A walked tree of `entries`, each naming the object numbered as its id's byte.
+    fn walked(entries: &[Vec<u8>]) -> (Object, Arc<TreeEntries>) {
+        let mut list = TreeEntries::default();
         let mut data = Vec::new();
         for e in entries {
-            starts.push(data.len() as u32);
+            list.push(data.len() as u32, u32::from(*e.last().unwrap()));
             data.extend(e);
         }
-        (Arc::new(data), Arc::new(starts))
+        (Arc::new(data), Arc::new(list))
     }
 
     #[test]
@@ -233,22 +236,30 @@ mod tests {
         let (b2, cc) = (entry("40000", "b", 9), entry("100644", "cc", 5));
         let tree: Vec<u8> = [a.clone(), b2.clone(), cc.clone(), d.clone()].concat();
         let mut same = trees.at(path).expect("walked at src");
-        let (mut at, mut out) = (0, Vec::new());
+        let (mut at, mut out) = (0, TreeEntries::default());
         assert_eq!(same.pass(&tree, &mut at, &mut out), 1);
         assert_eq!(at, a.len());
         // The walk reads b itself, then cc.
         same.read(b"b", MODE_DIR);
         assert_eq!(same.pass(&tree, &mut at, &mut out), 0);
-        out.push(at as u32);
+        out.push(at as u32, 9);
         at += b2.len();
         same.read(b"b", MODE_DIR);
         assert_eq!(same.pass(&tree, &mut at, &mut out), 0);
-        out.push(at as u32);
+        out.push(at as u32, 5);
         at += cc.len();
         same.read(b"cc", 0o100644);
         assert_eq!(same.pass(&tree, &mut at, &mut out), 1);
         assert_eq!(at, tree.len());
-        assert_eq!(out.len(), 4);
+        // Passed entries carry the numbers of the entries they equal.
+        assert_eq!(out.numbers, vec![1, 9, 5, 4]);
+        let starts = [
+            0,
+            a.len(),
+            a.len() + b2.len(),
+            a.len() + b2.len() + cc.len(),
+        ];
+        assert_eq!(out.starts, starts.map(|s| s as u32).to_vec());
     }
 
     #[test]
@@ -258,10 +269,13 @@ mod tests {
         let mut other = entry("100644", "a", 1);
         *other.last_mut().unwrap() = 2;
         let mut same = SamePath {
-            walked: Walked { data, starts },
+            walked: Walked {
+                data,
+                entries: starts,
+            },
             next: 0,
         };
-        let (mut at, mut out) = (0, Vec::new());
+        let (mut at, mut out) = (0, TreeEntries::default());
         assert_eq!(same.pass(&other, &mut at, &mut out), 0);
         assert_eq!(at, 0);
     }
@@ -275,7 +289,7 @@ mod tests {
             let same = SamePath {
                 walked: Walked {
                     data: data.clone(),
-                    starts: starts.clone(),
+                    entries: starts.clone(),
                 },
                 next,
             };

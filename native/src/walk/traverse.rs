@@ -60,7 +60,9 @@ pub fn walk(
         }
     }
     w.flush(&mut pending)?;
-    Ok(w.take_shown())
+    let mut out = w.take_shown();
+    out.edges.extend(w.take_edges());
+    Ok(out)
 }
 
 /// Walking on every core pays from small repositories on (2 cores, 3 runs each, on a busy

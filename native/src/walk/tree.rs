@@ -1,6 +1,6 @@
 //! A tree as the walk reads it: read (with the delta it was rebuilt from), then its entries
 //! one after another, those its delta copied whole from a tree already walked passed over
-//! (copied.rs), and its entry starts kept for the trees that delta against it.
+//! (copied.rs), and its entries kept for the trees that delta against it.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -11,7 +11,8 @@ use crate::pack::delta_chain::Object;
 use crate::pack::entry::{ObjectId, OBJ_TREE};
 use crate::pack::hash::hex;
 use crate::walk::copied::{Copies, WalkedTrees};
-use crate::walk::objects::tree_entry_at;
+use crate::walk::numbers::MISSING;
+use crate::walk::objects::{tree_entry_at, TreeEntries};
 use crate::walk::odb::{EntryLink, Found, ObjectDb};
 use crate::walk::same_path::{PathKey, PathTrees, SamePath};
 
@@ -61,9 +62,9 @@ pub struct TreeCursor {
     id: ObjectId,
     data: Object,
     at: usize,
-    /// Where the tree is stored, if in a pack, and where each of its entries starts.
+    /// Where the tree is stored, if in a pack, and its entries met so far.
     link: Option<EntryLink>,
-    starts: Vec<u32>,
+    entries: TreeEntries,
     /// When the tree was rebuilt from a delta whose base was walked to its end.
     copied: Option<Copies>,
     /// Its path, and the tree walked last there, when the walk keeps them.
@@ -77,13 +78,13 @@ impl TreeCursor {
             .delta
             .and_then(|(base, copies)| walked.copies_from(base, copies));
         // An entry takes at least 24 bytes ("1 a\0" and an id).
-        let starts = Vec::with_capacity(tree.data.len() / 24 + 1);
+        let entries = TreeEntries::with_capacity(tree.data.len() / 24 + 1);
         TreeCursor {
             id,
             data: tree.data,
             at: 0,
             link: tree.link,
-            starts,
+            entries,
             copied,
             path: None,
             same_path: None,
@@ -106,14 +107,14 @@ impl TreeCursor {
             let from = self.at;
             // Copies first: they pass entries without reading their bytes.
             if let Some(c) = &mut self.copied {
-                let copied = c.pass(&mut self.at, &mut self.starts);
+                let copied = c.pass(&mut self.at, &mut self.entries);
                 *passed += copied;
                 if let Some(s) = self.same_path.as_mut().filter(|_| copied > 0) {
                     s.seek(&self.data, self.at);
                 }
             }
             if let Some(s) = &mut self.same_path {
-                *passed += s.pass(&self.data, &mut self.at, &mut self.starts);
+                *passed += s.pass(&self.data, &mut self.at, &mut self.entries);
             }
             if self.at == from {
                 break;
@@ -131,9 +132,26 @@ impl TreeCursor {
             id: entry.id.try_into().unwrap(),
             name: start..start + entry.name.len(),
         };
-        self.starts.push(self.at as u32);
+        // Its number is the caller's to give (`number`): MISSING until then.
+        self.entries.push(self.at as u32, MISSING);
         self.at = next;
         Ok(Some(found))
+    }
+
+    /// The entry `next` gave last names object `number` (numbers.rs; GITLINK for a gitlink).
+    pub fn number(&mut self, number: u32) {
+        if let Some(last) = self.entries.numbers.last_mut() {
+            *last = number;
+        }
+    }
+
+    /// The tree's data and its entries (all of them once `next` has given None).
+    pub fn read(&self) -> (&[u8], &TreeEntries) {
+        (&self.data, &self.entries)
+    }
+
+    pub fn id(&self) -> &ObjectId {
+        &self.id
     }
 
     pub fn path(&self) -> Option<PathKey> {
@@ -147,12 +165,12 @@ impl TreeCursor {
     /// The tree was walked to its end: it serves the trees that delta against it, and the
     /// next one met at its path.
     pub fn finish(self, walked: &mut WalkedTrees, paths: Option<&mut PathTrees>) {
-        let starts = Arc::new(self.starts);
+        let entries = Arc::new(self.entries);
         if let Some(link) = self.link {
-            walked.keep(link, starts.clone(), self.data.len());
+            walked.keep(link, entries.clone(), self.data.len());
         }
         if let (Some(path), Some(paths)) = (self.path, paths) {
-            paths.keep(path, self.data, starts);
+            paths.keep(path, self.data, entries);
         }
     }
 }

@@ -5,13 +5,16 @@
 //! order of the whole walk is traverse.rs's; the walk on every core runs one walker a thread
 //! (parallel.rs).
 
+use crate::bitmap::graph::Rows;
 use crate::error::{PackError, Result};
 use crate::pack::delta_chain::Object;
 use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_TAG, OBJ_TREE};
 use crate::pack::hash::hex;
 use crate::progress::Progress;
 use crate::walk::copied::{WalkedTrees, WALKED_TREES_BUDGET};
+use crate::walk::edges::EdgeRecorder;
 use crate::walk::id_set::{IdSet, Marks};
+use crate::walk::numbers::{GITLINK, MISSING};
 use crate::walk::objects::{parse_tag, MODE_DIR, MODE_GITLINK};
 use crate::walk::odb::ObjectDb;
 use crate::walk::same_path::{child_path, PathKey, PathTrees, PATH_TREES_BUDGET, ROOT_PATH};
@@ -39,6 +42,8 @@ pub struct WalkOptions {
     pub parallel_from: usize,
     /// Items a thread walks at a time (parallel.rs's RUN_ITEMS but in tests).
     pub run_items: usize,
+    /// Record the commit and tree graph (edges.rs), for a bitmap.
+    pub record_edges: bool,
 }
 
 #[derive(Default)]
@@ -50,6 +55,8 @@ pub struct Walked {
     pub missing: Vec<ObjectId>,
     /// Tree entries passed over unread, as copies of entries of a tree already walked.
     pub entries_passed: u64,
+    /// The graph the walkers recorded, when asked to.
+    pub edges: Vec<Rows>,
 }
 
 pub const NO_NUMBER: u32 = u32::MAX;
@@ -73,11 +80,14 @@ pub struct Walker<'a> {
     paths: PathTrees,
     /// Tree entries passed over as copies of a walked base's or of the last tree at their path.
     skipped: u64,
+    edges: Option<EdgeRecorder>,
 }
 
-/// A tree being walked, and the length of its path (with the '/' after it) in the path buffer.
+/// A tree being walked, its number, and the length of its path (with the '/' after it) in
+/// the path buffer.
 struct Frame {
     tree: TreeCursor,
+    number: u32,
     base_len: usize,
 }
 
@@ -101,7 +111,27 @@ impl<'a> Walker<'a> {
             walked: WalkedTrees::new(WALKED_TREES_BUDGET / walkers),
             paths: PathTrees::new(PATH_TREES_BUDGET / walkers as u64),
             skipped: 0,
+            edges: opts.record_edges.then(EdgeRecorder::default),
         }
+    }
+
+    /// The graph recorded, if asked for (what `take_shown` leaves).
+    pub fn take_edges(&mut self) -> Option<Rows> {
+        self.edges.take().map(EdgeRecorder::finish)
+    }
+
+    /// Record commit `id`'s tree and parents, when recording.
+    pub fn record_commit(&mut self, id: &ObjectId, tree: &ObjectId, parents: &[ObjectId]) {
+        let Some(edges) = &mut self.edges else {
+            return;
+        };
+        // A commit read has a number; its links are numbered or missing.
+        let Some(n) = self.db.number(id) else {
+            return;
+        };
+        let db = &*self.db;
+        let links = std::iter::once(tree).chain(parents);
+        edges.commit(n, links.map(|l| (db.number(l), *l)));
     }
 
     /// What was shown since the last call, and the entries passed over.
@@ -164,7 +194,12 @@ impl<'a> Walker<'a> {
     }
 
     fn blob(&mut self, id: ObjectId, path: &[u8]) -> Result<()> {
-        match self.db.number(&id) {
+        self.blob_numbered(id, self.db.number(&id), path)
+    }
+
+    /// The blob `id`, numbered `number` (None: missing), found at `path`.
+    fn blob_numbered(&mut self, id: ObjectId, number: Option<u32>, path: &[u8]) -> Result<()> {
+        match number {
             Some(n) if self.seen.insert(n) => self.show(id, n, Some(path)),
             Some(_) => {}
             None => self.lost(id, "blob")?,
@@ -182,18 +217,31 @@ impl<'a> Walker<'a> {
         while let Some(top) = stack.last_mut() {
             path.truncate(top.base_len);
             let Some(entry) = top.tree.next(&mut self.skipped)? else {
-                let done = stack.pop().expect("a frame").tree;
-                done.finish(&mut self.walked, Some(&mut self.paths));
+                let done = stack.pop().expect("a frame");
+                if let Some(edges) = &mut self.edges {
+                    let (data, entries) = done.tree.read();
+                    edges.tree(done.number, done.tree.id(), data, entries)?;
+                }
+                done.tree.finish(&mut self.walked, Some(&mut self.paths));
                 continue;
             };
+            let gitlink = entry.mode & 0o170000 == MODE_GITLINK;
+            let number = match gitlink {
+                true => None,
+                false => self.db.number(&entry.id),
+            };
+            top.tree.number(match (gitlink, number) {
+                (true, _) => GITLINK,
+                (false, n) => n.unwrap_or(MISSING),
+            });
             let name = top.tree.name(&entry);
             path.extend_from_slice(name);
             if entry.mode & 0o170000 == MODE_DIR {
                 let key = child_path(top.tree.path().unwrap_or(ROOT_PATH), name);
-                self.enter(entry.id, path, key, &mut stack)?;
-            } else if entry.mode & 0o170000 != MODE_GITLINK {
+                self.enter_numbered(entry.id, number, path, key, &mut stack)?;
+            } else if !gitlink {
                 let p = std::mem::take(path);
-                self.blob(entry.id, &p)?;
+                self.blob_numbered(entry.id, number, &p)?;
                 *path = p;
             }
         }
@@ -209,7 +257,19 @@ impl<'a> Walker<'a> {
         key: PathKey,
         stack: &mut Vec<Frame>,
     ) -> Result<bool> {
-        let Some(n) = self.db.number(&id) else {
+        self.enter_numbered(id, self.db.number(&id), path, key, stack)
+    }
+
+    /// `enter` for a tree numbered `number` (None: missing).
+    fn enter_numbered(
+        &mut self,
+        id: ObjectId,
+        number: Option<u32>,
+        path: &mut Vec<u8>,
+        key: PathKey,
+        stack: &mut Vec<Frame>,
+    ) -> Result<bool> {
+        let Some(n) = number else {
             self.lost(id, "tree")?;
             return Ok(false);
         };
@@ -225,6 +285,7 @@ impl<'a> Walker<'a> {
         }
         stack.push(Frame {
             tree: TreeCursor::new(id, read, &self.walked).at_path(key, &mut self.paths),
+            number: n,
             base_len: path.len(),
         });
         self.progress.add(1);
