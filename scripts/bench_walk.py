@@ -8,7 +8,10 @@ times; we report the median wall time and CPU time of each, the ratio to Git's, 
 (the largest of the process and its children: for Git's walk, rev-list's or the reader's),
 and check that both gave the same objects in the same order with the same name hashes.
 
-    scripts/bench_walk.py REPO [REPO...] [--runs 5] [--in-commit-order]
+    scripts/bench_walk.py REPO [REPO...] [--runs 5] [--in-commit-order] [--record-graph]
+
+With --record-graph, a third side: packorder's walk recording the commit and tree graph a
+bitmap is computed from (what a repack that writes a bitmap asks of it).
 """
 
 from __future__ import annotations
@@ -30,11 +33,14 @@ git_dir, walk, ico = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
 snap = snapshot.listed(git_dir)
 packs = snap.local_packs + snap.foreign_packs
 promisor = any(p.with_suffix(".promisor").exists() for p in packs)
-if walk == "native":
+if walk in ("native", "graph"):
     config = gitcmd.read_config(snap.git_dir)
     def no_fallback():
         raise SystemExit("the native walk met objects pushed meanwhile: run again on a quiet repository")
-    w = native_walk.start(snap.git_dir, packs, snap.loose + snap.foreign_loose, promisor, ico, config, no_fallback)
+    loose = snap.loose + snap.foreign_loose
+    w = native_walk.start(
+        snap.git_dir, packs, loose, promisor, ico, config, no_fallback, record_graph=walk == "graph"
+    )
 else:
     w = snapshot.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if ico else ())
 ids, hashes, missing = w.result()
@@ -64,18 +70,20 @@ def main() -> None:
     ap.add_argument("repos", nargs="+", type=Path)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--in-commit-order", action="store_true")
+    ap.add_argument("--record-graph", action="store_true", help="also packorder's walk recording the graph")
     args = ap.parse_args()
-    walks = ["git", "native"]
+    walks = ["git", "native"] + (["graph"] if args.record_graph else [])
     failed = False
     for repo in args.repos:
         runs: dict[str, list[tuple[float, float, int, str]]] = {w: [] for w in walks}
         for i in range(args.runs):
-            for w in walks[i % 2 :] + walks[: i % 2]:
+            k = i % len(walks)
+            for w in walks[k:] + walks[:k]:
                 r = run(repo.resolve(), w, args.in_commit_order)
                 runs[w].append(r)
                 print(f"  run {i + 1} {w:6} {r[0]:6.2f} s (cpu {r[1]:6.2f} s) {r[2] / 2**20:7.1f} MiB", flush=True)
         digests = {w: {r[3] for r in runs[w]} for w in walks}
-        same = digests["git"] == digests["native"] and len(digests["git"]) == 1
+        same = all(digests[w] == digests["git"] for w in walks) and len(digests["git"]) == 1
         failed |= not same
         objects = next(iter(digests["git"])).split()[0]
         print(f"\n## {repo} ({objects} objects), {args.runs} runs each, in turn")

@@ -21,7 +21,9 @@ pub struct WalkedTrees {
     budget: usize,
 }
 
-/// What a walk keeps, shared by its walkers.
+/// What a walk keeps, shared by its walkers: 8 bytes an entry (its start and number), so
+/// 8 million entries, what 32 MiB held when only starts were kept (with room to spare that
+/// went uncounted).
 pub const WALKED_TREES_BUDGET: usize = 32 << 20;
 
 impl WalkedTrees {
@@ -83,7 +85,7 @@ impl Copies {
             let end_of = |k: usize| base_starts.get(k).map_or(self.base_len, |&e| e as usize);
             while k < base_starts.len() && end_of(k + 1) <= copy_end {
                 let start = (base_starts[k] as usize - from + *at) as u32;
-                entries.push(start, self.base.numbers[k]);
+                entries.push(start, self.base.number(k));
                 k += 1;
                 passed += 1;
             }

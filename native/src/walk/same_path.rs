@@ -88,7 +88,7 @@ impl SamePath {
         // One comparison for the run of equal entries, not one for each.
         let same = common_prefix(&tree[*at..], &self.walked.data[from..]);
         while self.next < self.walked.entries.len() && self.end(self.next) - from <= same {
-            let number = self.walked.entries.numbers[self.next];
+            let number = self.walked.entries.number(self.next);
             entries.push((*at + self.start(self.next) - from) as u32, number);
             self.next += 1;
         }

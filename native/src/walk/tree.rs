@@ -164,7 +164,14 @@ impl TreeCursor {
 
     /// The tree was walked to its end: it serves the trees that delta against it, and the
     /// next one met at its path.
-    pub fn finish(self, walked: &mut WalkedTrees, paths: Option<&mut PathTrees>) {
+    /// `numbered`: the numbers of its entries are kept too (for a walk recording the graph).
+    pub fn finish(
+        mut self,
+        walked: &mut WalkedTrees,
+        paths: Option<&mut PathTrees>,
+        numbered: bool,
+    ) {
+        self.entries.keep(numbered);
         let entries = Arc::new(self.entries);
         if let Some(link) = self.link {
             walked.keep(link, entries.clone(), self.data.len());

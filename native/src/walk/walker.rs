@@ -222,7 +222,9 @@ impl<'a> Walker<'a> {
                     let (data, entries) = done.tree.read();
                     edges.tree(done.number, done.tree.id(), data, entries)?;
                 }
-                done.tree.finish(&mut self.walked, Some(&mut self.paths));
+                let numbered = self.edges.is_some();
+                done.tree
+                    .finish(&mut self.walked, Some(&mut self.paths), numbered);
                 continue;
             };
             let gitlink = entry.mode & 0o170000 == MODE_GITLINK;
