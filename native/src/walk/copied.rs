@@ -21,9 +21,8 @@ pub struct WalkedTrees {
     budget: usize,
 }
 
-/// What a walk keeps, shared by its walkers: 8 bytes an entry (its start and number), so
-/// 8 million entries, what 32 MiB held when only starts were kept (with room to spare that
-/// went uncounted).
+/// What a walk keeps, shared by its walkers: 4 bytes an entry (its start), 8 million
+/// entries; a walk that records the graph keeps each entry's number too, so half as many.
 pub const WALKED_TREES_BUDGET: usize = 32 << 20;
 
 impl WalkedTrees {
