@@ -22,10 +22,10 @@ from packorder.format import idx as idx_format
 from packorder.format import object_format as object_formats
 from packorder.format import rev as rev_format
 from packorder.format.object_format import ObjectFormat
-from packorder.format.pack import TYPE_CODES
 from packorder.indexer import fsck, receive
 from packorder.indexer.collisions import check_collisions
 from packorder.indexer.stat import pack_info
+from packorder.indexer.thin import fix_thin_from
 from packorder.native_call import CHECKSUM, INDEXING, RESOLVING, run_job
 from packorder.progress import ProgressCallback
 from packorder.settings import compression_level, delta_base_cache_limit, peak_rss, physical_memory, thread_count
@@ -165,44 +165,6 @@ def _derive(name: Path, old: str, new: str) -> Path:
     if not name.name.endswith("." + old):
         raise UsageError(f"packfile name '{name}' does not end with '.{old}'")
     return name.with_name(name.name[: -len(old)] + new)
-
-
-# Bases handed to the core at once: few calls, and little memory (256 KiB: 26.5-27 MiB peak on
-# a libgit2 thin pack, as before; 4 MiB cost 8 MiB more, above git index-pack's 28 MiB).
-THIN_BATCH_BYTES = 256 << 10
-
-
-def _fix_thin(run: _Run, git_dir: Path, level: int) -> int:
-    """Append every missing REF_DELTA base the repository has; returns how many. The bases
-    are read through one `git cat-file --batch` (pipelined), and appended and resolved in
-    the core a batch at a time, in Git's order (missing_bases)."""
-    wanted = run.native.missing_bases()
-    if not wanted:
-        return 0
-    appended = 0
-    batch: list[tuple[bytes, int, bytes]] = []
-    size = 0
-
-    def flush() -> None:
-        nonlocal appended, batch, size
-        done, bad = run.call("fix_thin", run.native.append_bases, batch, level)
-        appended += done
-        if bad is not None:
-            raise RepositoryError(f"object {batch[bad][0].hex()} in the repository is corrupt")
-        batch, size = [], 0
-
-    with gitcmd.ObjectReader(git_dir) as reader:
-        for oid_hex, found in reader.read_many([oid.hex() for oid in wanted]):
-            if found is None:
-                continue  # not in the repository either: left unresolved, and reported so
-            kind_name, data = found
-            batch.append((bytes.fromhex(oid_hex), TYPE_CODES[kind_name], data))
-            size += len(data)
-            if size >= THIN_BATCH_BYTES:
-                flush()
-    if batch:
-        flush()
-    return appended
 
 
 def _check_resolved(run: _Run) -> None:
@@ -375,7 +337,7 @@ def index_pack(
         appended = 0
         if fix_thin and run.native.unresolved_offsets():
             assert git_dir is not None
-            appended = _fix_thin(run, git_dir, settings.compression)
+            appended = fix_thin_from(run, git_dir, settings.compression)
             failed_checks()
         _check_resolved(run)
         checksum = run.native.checksum
