@@ -7,5 +7,6 @@ pub mod resolve;
 pub(crate) mod retain;
 pub mod scan;
 pub(crate) mod scanner;
+pub mod stream;
 pub mod table;
 pub mod thin;
