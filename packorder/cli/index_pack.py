@@ -196,7 +196,8 @@ def _run(args: argparse.Namespace) -> None:
     with progress_mod.closing_line(show), _printing_checks(FsckError):
         result = index_pack(
             args.pack,
-            stdin=sys.stdin.buffer if args.from_stdin else None,
+            # Unbuffered: read as Git reads, never past its last read after the pack.
+            stdin=sys.stdin.buffer.raw if args.from_stdin else None,
             repo=args.repo,
             output=args.output,
             index_version=version,
@@ -230,6 +231,10 @@ def _run(args: argparse.Namespace) -> None:
         print_json(result)
     elif args.from_stdin:
         print(f"{'keep' if result.keep else 'pack'}\t{result.checksum}")
+        # As Git (mimicking unpack-objects): what it read past the pack goes on to stdout.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(result.past_end)
+        sys.stdout.buffer.flush()
     elif not result.verified:
         print(result.checksum)
     if checked and not args.as_json:

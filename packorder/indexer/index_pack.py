@@ -58,6 +58,8 @@ class IndexResult(NamedTuple):
     checked: fsck.Outcome | None = None
     # --verify-stat: Git's listing of the objects and chain lengths.
     pack_info: list[str] | None = None
+    # From a stream: what was read past the pack's end (Git echoes it after the pack's name).
+    past_end: bytes = b""
 
 
 class _Settings:
@@ -115,7 +117,7 @@ class _Run:
         detect: bool,
         progress: ProgressCallback | None,
         fmt: ObjectFormat,
-        first_title: str = PHASE_TITLES[INDEXING],
+        first_title: str | None = PHASE_TITLES[INDEXING],
     ):
         self.native = _native.PackIndexer(
             str(path),
@@ -128,7 +130,7 @@ class _Run:
         )
         self.path = path
         self.progress = progress
-        self.titles = {**PHASE_TITLES, INDEXING: first_title}
+        self.titles: dict[int, str | None] = {**PHASE_TITLES, INDEXING: first_title}
         self.seconds: dict[str, float] = {}
 
     def call(self, name: str, fn, *args):
@@ -216,7 +218,10 @@ def index_pack(
     """Index a pack: write its .idx (and .rev) as `git index-pack` would.
 
     Either `pack` names a pack file, or `stdin` is a binary stream carrying one, which is
-    stored in the repository's objects/pack (like `git index-pack --stdin`). Raises a
+    stored in the repository's objects/pack (like `git index-pack --stdin`), read as Git
+    reads it: a pipe never more than 4096 bytes past the pack's end (an unbuffered stream,
+    such as `sys.stdin.buffer.raw`, in Git's very read(2) calls), what was read past it being
+    the result's `past_end`; a regular file to its end, where the pack must end too. Raises a
     PackError subclass on bad input; nothing is left behind then.
 
     As Git's options: `promisor` writes the stored pack's .promisor (with its message);
@@ -271,11 +276,16 @@ def index_pack(
     # A special blob a promisor pack's trees name, or a partial clone's, may be promised.
     promised = promisor not in (None, False) or config.get("extensions.partialclone") is not None
 
+    # Git's titles: what fetch-pack and receive-pack show their users while a pack arrives.
+    first = progress_title or ("Receiving objects" if stdin is not None else PHASE_TITLES[INDEXING])
     received: Path | None = None
+    got: receive.Received | None = None
     if stdin is not None:
         assert git_dir is not None
-        received = receive.receive(stdin, git_dir / "objects" / "pack", header, max_input_size)
-        pack_path = received
+        t = time.perf_counter()
+        got = receive.receive(stdin, git_dir / "objects" / "pack", header, max_input_size, fmt.name, progress, first)
+        receive_seconds = time.perf_counter() - t
+        pack_path = received = got.path
     else:
         pack_path = Path(pack)  # type: ignore[arg-type]
         if not pack_path.is_file():
@@ -301,8 +311,6 @@ def index_pack(
             settings.index_version = existing.version
             anomalies = existing.large_small_offsets
 
-        # Git's titles: what fetch-pack and receive-pack show their users while a pack arrives.
-        first = progress_title or ("Receiving objects" if stdin is not None else PHASE_TITLES[INDEXING])
         run = _Run(
             pack_path,
             settings,
@@ -310,8 +318,11 @@ def index_pack(
             detect=detect_collisions,
             progress=progress,
             fmt=fmt,
-            first_title=first,
+            # What arrived through a pipe was shown arriving (receive); its scan is not shown.
+            first_title=None if got is not None and not got.copied else first,
         )
+        if got is not None:
+            run.seconds["receive"] = receive_seconds
         if checks is not None:
             run.native.set_checks(
                 checks.objects,
@@ -321,11 +332,16 @@ def index_pack(
                 checks.skip,
                 checks.max_tree_entry_len,
             )
-        run.call("scan", run.native.scan)
+        if got is not None and got.copied:
+            receive.scan_copied(run, got, first, fmt)
+        else:
+            run.call("scan", run.native.scan)
         if on_end_of_input is not None:
             on_end_of_input()
         if stat is not None:
             run.native.record_shape()
+        if not run.native.stats().get("deltas"):
+            run.titles[RESOLVING] = None  # as Git: no deltas, no "Resolving deltas" line
         run.call("resolve", run.native.resolve)
 
         def failed_checks() -> None:
@@ -416,6 +432,7 @@ def index_pack(
         stats=stats,
         checked=checked,
         pack_info=info,
+        past_end=got.rest if got is not None else b"",
     )
 
 
