@@ -283,7 +283,14 @@ def index_pack(
     if stdin is not None:
         assert git_dir is not None
         t = time.perf_counter()
-        got = receive.receive(stdin, git_dir / "objects" / "pack", header, max_input_size, fmt.name, progress, first)
+        first_pass = {
+            "detect_collisions": detect_collisions,
+            "budget": settings.budget,
+            "threads": settings.threads,
+            "checks": tuple(checks) if checks is not None else None,
+        }
+        pack_dir = git_dir / "objects" / "pack"
+        got = receive.receive(stdin, pack_dir, header, max_input_size, fmt.name, progress, first, first_pass)
         receive_seconds = time.perf_counter() - t
         pack_path = received = got.path
     else:
@@ -323,19 +330,15 @@ def index_pack(
         )
         if got is not None:
             run.seconds["receive"] = receive_seconds
-        if checks is not None:
-            run.native.set_checks(
-                checks.objects,
-                checks.links,
-                checks.strict,
-                checks.severities,
-                checks.skip,
-                checks.max_tree_entry_len,
-            )
-        if got is not None and got.copied:
-            receive.scan_copied(run, got, first, fmt)
+        if got is not None and got.parsed is not None:
+            run.call("scan", run.native.adopt, got.parsed)  # made as the pack arrived
         else:
-            run.call("scan", run.native.scan)
+            if checks is not None:
+                run.native.set_checks(*checks)
+            if got is not None and got.copied:
+                receive.scan_copied(run, got, first, fmt)
+            else:
+                run.call("scan", run.native.scan)
         if on_end_of_input is not None:
             on_end_of_input()
         if stat is not None:

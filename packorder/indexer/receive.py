@@ -50,6 +50,9 @@ class Received(NamedTuple):
     path: Path
     # What was read past the pack's end (Git echoes it to stdout after the pack's name).
     rest: bytes
+    # Read from a pipe: the native PackStream that made the indexer's first pass as the
+    # pack arrived (PackIndexer.adopt takes it over).
+    parsed: object | None = None
     # Copied from a regular file to its end (see receive): the indexer's scan shows the
     # entries arriving, and file_reads what Git's reads of that file had read.
     copied: bool = False
@@ -88,15 +91,19 @@ def receive(
     object_format: str = "sha1",
     progress: ProgressCallback | None = None,
     title: str = "Receiving objects",
+    first_pass: dict | None = None,
 ) -> Received:
     """Copy a pack from `stream` (after `header`, read by the caller) to a temporary file in
     `pack_dir`; past `limit` bytes, stop and fail as Git does.
 
     A pipe or a socket is read as Git reads it (native PackStream): never past what Git would
     have read, which stops in the 4096 bytes after the pack's end; `progress` shows the
-    entries and the bytes read as they arrive. A regular file Git reads to its end, or dies
-    ("pack has junk at the end"): it is copied to its end in large reads, the same outcome
-    at a fraction of the work (the indexer's scan finds the entries, and the junk)."""
+    entries and the bytes read as they arrive. Each entry is inflated to find its end, and
+    that is the indexer's first pass, made as the pack arrives (`first_pass`: PackStream's
+    options, and `checks`, the arguments of its set_checks, if any). A regular file Git reads
+    to its end, or dies ("pack has junk at the end"): it is copied to its end in large reads,
+    the same outcome at a fraction of the work (the indexer's scan finds the entries, and the
+    junk)."""
     pack_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="tmp_pack_", dir=pack_dir)
     path = Path(tmp)
@@ -104,18 +111,25 @@ def receive(
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:
             out.write(header)
+            parser = None
             if copied:
                 _copy(stream, out, len(header), limit)
                 rest = b""
             else:
-                rest = _stream(stream, out, header, limit, object_format, progress, title)
+                options = dict(first_pass or {})
+                checks = options.pop("checks", None)
+                with pack_errors():
+                    parser = _native.PackStream(header, limit or 0, object_format, **options)
+                if checks is not None:
+                    parser.set_checks(*checks)
+                rest = _stream(stream, out, parser, limit, progress, title)
             out.flush()
             os.fsync(out.fileno())
     except BaseException:
         with contextlib.suppress(OSError):
             path.unlink()
         raise
-    return Received(path, rest, copied, bool(header))
+    return Received(path, rest, parser, copied, bool(header))
 
 
 def _copy(stream: BinaryIO, out: BinaryIO, received: int, limit: int | None) -> None:
@@ -130,36 +144,33 @@ def _copy(stream: BinaryIO, out: BinaryIO, received: int, limit: int | None) -> 
 def _stream(
     stream: BinaryIO,
     out: BinaryIO,
-    header: bytes,
+    parser,
     limit: int | None,
-    object_format: str,
     progress: ProgressCallback | None,
     title: str,
 ) -> bytes:
-    """Read the pack as Git reads it; returns what was read past its end."""
+    """Read the pack as Git reads it, into `parser`; returns what was read past its end."""
     read = _reader(stream)
-    with pack_errors():
-        parser = _native.PackStream(header, limit or 0, object_format)
     started, shown = False, 0
-    while True:
-        objects, count, used, total = parser.counts()
-        if not started and used >= PACK_HEADER_LEN:
-            start_phase(progress, title)  # Git's start, once it has the header
-            started = True
-        if progress is not None and objects > shown:
-            progress(title, objects, count)
-            shown = objects
-        want = parser.want()
-        if not want:
-            break
-        counting = parser.in_entries  # Git counts the bytes read for the entries
-        data = read(want)
-        if not data:
-            raise PackError("early EOF")
-        out.write(data)
-        if counting:
-            show_bytes(progress, total + len(data))
-        with pack_errors():
+    with pack_errors():
+        while True:
+            objects, count, used, total = parser.counts()
+            if not started and used >= PACK_HEADER_LEN:
+                start_phase(progress, title)  # Git's start, once it has the header
+                started = True
+            if progress is not None and objects > shown:
+                progress(title, objects, count)
+                shown = objects
+            want = parser.want()
+            if not want:
+                break
+            counting = parser.in_entries  # Git counts the bytes read for the entries
+            data = read(want)
+            if not data:
+                raise PackError("early EOF")
+            out.write(data)
+            if counting:
+                show_bytes(progress, total + len(data))
             parser.feed(data)
     if parser.over_limit:
         raise too_large(limit or 0)

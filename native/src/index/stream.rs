@@ -7,10 +7,13 @@
 //! REF_DELTA's base and for the trailer (a read when fewer than that are buffered).
 //!
 //! The caller reads; this parser says how much to ask for (`want`), takes what came
-//! (`feed`), and finds where each entry ends by inflating it (the output is thrown away: the
-//! indexer reads the stored pack afterwards).
+//! (`feed`), and finds where each entry ends by inflating it; what inflating finds (ids,
+//! CRC32s, the checksum, the checks) is the indexer's first pass (received.rs).
 
 use crate::error::{PackError, Result};
+use crate::fsck::Checker;
+use crate::index::received::{Indexed, Recorder};
+use crate::index::scan::PackHeader;
 use crate::pack::entry::{parse_header, HashAlgo, OBJ_OFS_DELTA, OBJ_REF_DELTA};
 use crate::pack::inflate::Inflater;
 
@@ -53,6 +56,7 @@ pub struct PackStream {
     /// Bytes read in all (a header the caller read counts as read).
     read: u64,
     step: Step,
+    version: u32,
     count: u32,
     objects: u32,
     entry_offset: u64,
@@ -66,6 +70,7 @@ pub struct PackStream {
     /// Git's --max-input-size: the parse stops once more than this is used (0: no limit).
     limit: u64,
     over_limit: bool,
+    rec: Recorder,
 }
 
 fn consumed(before: u64, after: u64) -> usize {
@@ -75,7 +80,15 @@ fn consumed(before: u64, after: u64) -> usize {
 impl PackStream {
     /// A parser of a pack of ids of `algo`; `header`: the pack header the caller read already
     /// (`--pack_header`, 12 bytes: Git parses it as if read, before its first read) or nothing.
-    pub fn new(algo: HashAlgo, header: &[u8], limit: u64) -> Result<Self> {
+    /// Objects are hashed with collision detection or not; those up to `whole_limit` bytes
+    /// are checked whole (Recorder), once checks are set.
+    pub fn new(
+        algo: HashAlgo,
+        header: &[u8],
+        limit: u64,
+        detect_collisions: bool,
+        whole_limit: u64,
+    ) -> Result<Self> {
         let mut buf = Vec::with_capacity(BUFFER);
         buf.extend_from_slice(header);
         let mut s = PackStream {
@@ -85,6 +98,7 @@ impl PackStream {
             used: 0,
             read: header.len() as u64,
             step: Step::Header,
+            version: 0,
             count: 0,
             objects: 0,
             entry_offset: 0,
@@ -96,6 +110,7 @@ impl PackStream {
             scratch: Vec::new(),
             limit,
             over_limit: false,
+            rec: Recorder::new(algo, detect_collisions, whole_limit),
         };
         s.parse()?;
         Ok(s)
@@ -138,7 +153,28 @@ impl PackStream {
         self.buffered()
     }
 
+    pub fn algo(&self) -> HashAlgo {
+        self.algo
+    }
+
+    /// Run Git's object checks on every object (set before the first feed).
+    pub fn set_check(&mut self, check: Checker) {
+        self.rec.check = Some(check);
+    }
+
+    /// The first pass's findings, once the pack is complete (taken once).
+    pub fn take_indexed(&mut self) -> Option<Indexed> {
+        let header = PackHeader {
+            version: self.version,
+            count: self.count,
+        };
+        self.rec.take(header)
+    }
+
     fn take(&mut self, n: usize) {
+        if self.step != Step::Trailer {
+            self.rec.pack_bytes(&self.buf[self.start..self.start + n]);
+        }
         self.start += n;
         self.used += n as u64;
         if self.limit != 0 && self.used > self.limit {
@@ -178,6 +214,7 @@ impl PackStream {
                             format!("pack version {version} is not supported"),
                         ));
                     }
+                    self.version = version;
                     self.count = u32::from_be_bytes([hdr[8], hdr[9], hdr[10], hdr[11]]);
                     self.take(12);
                     self.next_entry();
@@ -219,6 +256,8 @@ impl PackStream {
                     if have < rawsz {
                         return Ok(());
                     }
+                    let trailer = &self.buf[self.start..self.start + rawsz];
+                    self.rec.trailer(trailer, self.used)?;
                     self.take(rawsz);
                     self.step = Step::Done;
                 }
@@ -240,6 +279,7 @@ impl PackStream {
     fn start_data(&mut self) -> Result<Step> {
         let h = parse_header(&self.header, self.entry_offset, self.algo)?
             .expect("a complete entry header");
+        self.rec.start_entry(h, &self.header);
         self.size = h.size;
         self.produced = 0;
         self.fresh = true;
@@ -265,6 +305,9 @@ impl PackStream {
                 .inflater
                 .inflate_exact(input, &mut self.scratch[..size])
             {
+                let raw = &self.buf[self.start..self.start + used];
+                self.rec
+                    .whole_entry(self.entry_offset, raw, &self.scratch[..size])?;
                 self.take(used);
                 self.entry_done();
                 return Ok(());
@@ -291,6 +334,8 @@ impl PackStream {
                 let took = consumed(in0, stream.total_in());
                 (status, took, stream.total_out() - out0)
             };
+            let raw = &self.buf[self.start..self.start + took];
+            self.rec.entry_data(raw, &self.scratch[..made as usize]);
             self.take(took);
             self.produced += made;
             if self.produced > self.size {
@@ -312,6 +357,7 @@ impl PackStream {
                         ),
                     ));
                 }
+                self.rec.end_entry(offset)?;
                 self.entry_done();
                 return Ok(());
             }
@@ -326,128 +372,5 @@ impl PackStream {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    fn entry(kind: u8, data: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        crate::pack::entry::encode_type_size(kind, data.len() as u64, &mut out);
-        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
-        z.write_all(data).unwrap();
-        out.extend(z.finish().unwrap());
-        out
-    }
-
-    fn pack(entries: &[Vec<u8>]) -> Vec<u8> {
-        let mut p = b"PACK".to_vec();
-        p.extend(2u32.to_be_bytes());
-        p.extend((entries.len() as u32).to_be_bytes());
-        for e in entries {
-            p.extend(e);
-        }
-        p.extend([7u8; 20]); // the parser does not check the trailer
-        p
-    }
-
-    /// Feed `input` as a pipe holding all of it answers every read; returns bytes read.
-    fn run(s: &mut PackStream, input: &[u8]) -> Result<u64> {
-        let mut at = 0;
-        while s.want() > 0 {
-            let n = s.want().min(input.len() - at);
-            assert!(n > 0, "early EOF");
-            s.feed(&input[at..at + n])?;
-            at += n;
-        }
-        Ok(at as u64)
-    }
-
-    #[test]
-    fn stops_at_the_trailer_and_keeps_what_it_read_past_it() {
-        let big: Vec<u8> = (0..20_000u32).map(|i| (i * 7919 % 251) as u8).collect();
-        let p = pack(&[entry(3, b"hello\n"), entry(3, &big), entry(1, b"x")]);
-        let mut input = p.clone();
-        input.extend(std::iter::repeat_n(b'j', 10_000));
-        let mut s = PackStream::new(HashAlgo::Sha1, &[], 0).unwrap();
-        let read = run(&mut s, &input).unwrap();
-        assert!(s.done());
-        let (objects, count, used, _) = s.counts();
-        assert_eq!((objects, count, used), (3, 3, p.len() as u64));
-        // Every read asked for a whole buffer: the reads end at a multiple of 4096.
-        assert_eq!(read, (p.len() as u64).div_ceil(4096) * 4096);
-        assert_eq!(s.rest(), &input[p.len()..read as usize]);
-    }
-
-    /// A blob entry of exactly `len` bytes (incompressible content, so that each byte more
-    /// of content is a byte more of entry).
-    fn blob_entry_of(len: usize) -> Vec<u8> {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let noise: Vec<u8> = (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect();
-        (1..len)
-            .map(|n| entry(3, &noise[..n]))
-            .find(|e| e.len() == len)
-            .expect("a blob entry of that length")
-    }
-
-    #[test]
-    fn a_base_id_across_the_buffers_end_is_read_whole() {
-        // A REF_DELTA whose base id starts 5 bytes before the first buffer's end: Git keeps
-        // those 5 and asks for 4091 more, so the next read ends at 4091 + 4096.
-        let filler = blob_entry_of(4096 - 5 - 1 - 12);
-        let mut delta = Vec::new();
-        crate::pack::entry::encode_type_size(OBJ_REF_DELTA, 4, &mut delta);
-        assert_eq!(delta.len(), 1);
-        delta.extend([9u8; 20]);
-        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
-        z.write_all(&[1, 1, 0x90, 1]).unwrap();
-        delta.extend(z.finish().unwrap());
-        let p = pack(&[filler, delta]);
-        let mut input = p.clone();
-        input.extend(std::iter::repeat_n(b'j', 9000));
-        let mut s = PackStream::new(HashAlgo::Sha1, &[], 0).unwrap();
-        let read = run(&mut s, &input).unwrap();
-        assert_eq!(s.counts().2, p.len() as u64);
-        assert_eq!(read, 4091 + 4096);
-        assert_eq!(s.rest(), &input[p.len()..read as usize]);
-    }
-
-    #[test]
-    fn a_header_given_is_used_before_the_first_read() {
-        let p = pack(&[entry(3, b"hello\n")]);
-        let s = PackStream::new(HashAlgo::Sha1, &p[..12], 0).unwrap();
-        assert_eq!((s.want(), s.counts().2, s.counts().3), (BUFFER, 12, 12));
-        assert!(s.in_entries());
-        let bad = PackStream::new(HashAlgo::Sha1, b"PACK\0\0\0\x05\0\0\0\x01", 0);
-        assert_eq!(bad.err().unwrap().offset, Some(4));
-    }
-
-    #[test]
-    fn a_limit_stops_the_parse() {
-        let p = pack(&[entry(3, b"hello\n")]);
-        let mut s = PackStream::new(HashAlgo::Sha1, &[], 20).unwrap();
-        let mut input = p.clone();
-        input.extend([0u8; 100]);
-        s.feed(&input[..s.want().min(input.len())]).unwrap();
-        assert!(s.over_limit() && s.want() == 0);
-    }
-
-    #[test]
-    fn broken_entries_are_errors_at_their_offset() {
-        let mut bad = pack(&[entry(3, b"hello\n")]);
-        bad[12] = 0x50; // type 5
-        let mut s = PackStream::new(HashAlgo::Sha1, &[], 0).unwrap();
-        let e = s.feed(&bad).unwrap_err();
-        assert_eq!(e.offset, Some(12));
-        let mut long = pack(&[entry(3, b"hello\n")]);
-        long[12] = 0x34; // declares 4 bytes, inflates to 6
-        let mut s = PackStream::new(HashAlgo::Sha1, &[], 0).unwrap();
-        assert!(s.feed(&long).unwrap_err().message.contains("more bytes"));
-    }
-}
+#[path = "stream_tests.rs"]
+mod tests;

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use crate::error::PackError;
 use crate::fsck::Checker;
+use crate::index::received::Indexed;
 use crate::index::resolve::{resolve, unresolved, Forest, ResolveOptions, ResolveStats};
 use crate::index::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES};
 use crate::index::table::Table;
@@ -21,6 +22,7 @@ use crate::pack::source::PackFile;
 use crate::progress::{Progress, PHASE_RESOLVING};
 use crate::python::arrays::{bytes_of, hash_named, one_id};
 use crate::python::fsck::{check_repository_blob, finish_checks, fsck_rules};
+use crate::python::stream::PackStream;
 use crate::{index::thin, to_py_err};
 
 struct State {
@@ -147,6 +149,37 @@ impl PackIndexer {
         st.checksum = Some(r.checksum);
         st.table = Some(r.table);
         st.forest = Some(forest);
+        Ok(())
+    }
+
+    /// Pass 1 as made while the pack arrived (`stream`, a PackStream that read all of it,
+    /// the object checks included): its findings taken over, as scan() would have found them.
+    fn adopt(&self, py: Python<'_>, stream: &Bound<'_, PackStream>) -> PyResult<()> {
+        let indexed = stream.get().parser().take_indexed();
+        let Some(Indexed {
+            header,
+            mut table,
+            checksum,
+            check,
+        }) = indexed
+        else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "the stream has not read a whole pack",
+            ));
+        };
+        let mut st = self.lock();
+        if table.entries.data_end != st.pack.len - st.pack.trailer_len() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "the stream read another pack",
+            ));
+        }
+        let forest = py.detach(|| Forest::new(&mut table)).map_err(to_py_err)?;
+        crate::trim_heap();
+        st.header = Some(header);
+        st.checksum = Some(checksum);
+        st.table = Some(table);
+        st.forest = Some(forest);
+        st.check = check;
         Ok(())
     }
 

@@ -7,15 +7,17 @@ use std::sync::{Mutex, MutexGuard};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::index::stream;
+use crate::fsck::Checker;
+use crate::index::{per_thread_share, scan::WHOLE_LIMIT, stream};
 use crate::python::arrays::hash_named;
+use crate::python::fsck::fsck_rules;
 use crate::to_py_err;
 
 #[pyclass(frozen, module = "packorder._native")]
 pub(crate) struct PackStream(Mutex<stream::PackStream>);
 
 impl PackStream {
-    fn parser(&self) -> MutexGuard<'_, stream::PackStream> {
+    pub(crate) fn parser(&self) -> MutexGuard<'_, stream::PackStream> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -24,17 +26,45 @@ impl PackStream {
 impl PackStream {
     /// A parser of a pack of ids of `object_format`; `header`: the 12 bytes of the pack
     /// header the caller read already, or none; `limit`: stop once more bytes than that are
-    /// used (0: no limit).
+    /// used (0: no limit). The first pass is made as the pack arrives, as the indexer's scan
+    /// would make it with `threads` and `budget` (what it holds whole), with or without
+    /// collision detection.
     #[new]
-    #[pyo3(signature = (header=b"".as_slice(), limit=0, object_format="sha1"))]
-    fn new(header: &[u8], limit: u64, object_format: &str) -> PyResult<Self> {
+    #[pyo3(signature = (header=b"".as_slice(), limit=0, object_format="sha1", detect_collisions=true, budget=96 << 20, threads=1))]
+    fn new(
+        header: &[u8],
+        limit: u64,
+        object_format: &str,
+        detect_collisions: bool,
+        budget: u64,
+        threads: usize,
+    ) -> PyResult<Self> {
         if !header.is_empty() && header.len() != 12 {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "a pack header is 12 bytes",
             ));
         }
-        let parser = stream::PackStream::new(hash_named(object_format)?, header, limit);
+        let algo = hash_named(object_format)?;
+        let whole_limit = per_thread_share(budget, threads).min(WHOLE_LIMIT);
+        let parser = stream::PackStream::new(algo, header, limit, detect_collisions, whole_limit);
         Ok(PackStream(Mutex::new(parser.map_err(to_py_err)?)))
+    }
+
+    /// Run Git's object checks on every object, as PackIndexer.set_checks.
+    fn set_checks(
+        &self,
+        objects: bool,
+        links: bool,
+        strict: bool,
+        severities: &[u8],
+        skip: &[u8],
+        max_tree_entry_len: usize,
+    ) -> PyResult<()> {
+        let mut parser = self.parser();
+        let algo = parser.algo();
+        let rules = fsck_rules(algo, severities, skip, max_tree_entry_len)?;
+        parser.set_check(Checker::new(algo, objects, links, strict, rules));
+        Ok(())
     }
 
     /// How many bytes to read next (Git's read size), 0 once the pack is complete or the
