@@ -198,3 +198,18 @@ def test_a_pack_read_in_one_go_shows_no_bytes_as_in_git(tmp_path: Path) -> None:
     got = both(tmp_path, b.build(), "-v")
     lines = {who: final_line(outcome[3]) for who, outcome in got.items()}
     assert lines["ours"] == lines["git"] == "Receiving objects: 100% (1/1), done."
+
+
+def test_a_closed_standard_input_is_an_early_eof_as_in_git(tmp_path: Path) -> None:
+    repo = bare_repo(tmp_path / "r.git")
+    got = {}
+    for who, cmd in (("git", ["git", "-C", str(repo)]), ("ours", [sys.executable, "-m", "packorder"])):
+        extra = [] if who == "git" else ["--repo", str(repo)]
+        proc = subprocess.run(
+            [*cmd, "index-pack", "--stdin", *extra],
+            capture_output=True,
+            env=git_env(),
+            preexec_fn=lambda: os.close(0),
+        )
+        got[who] = (proc.returncode, proc.stdout, proc.stderr)
+    assert got["ours"] == got["git"] == (128, b"", b"fatal: early EOF\n")
