@@ -19,4 +19,6 @@ def to_jsonable(value: Any) -> Any:
         return [to_jsonable(v) for v in value]
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
     return value

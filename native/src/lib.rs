@@ -69,6 +69,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PHASE_CHECKSUM", progress::PHASE_CHECKSUM)?;
     m.add("PHASE_WALKING", progress::PHASE_WALKING)?;
     m.add_class::<python::index::PackIndexer>()?;
+    m.add_class::<python::stream::PackStream>()?;
     m.add_class::<python::format::FileChecksum>()?;
     m.add_class::<python::write::RevList>()?;
     m.add_class::<python::walk::ObjectWalker>()?;

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import BinaryIO, NoReturn
 
 from packorder import progress as progress_mod
 from packorder.cli.base import guarded, print_json, size_argument, stop_on_termination, usage_error
@@ -196,7 +197,7 @@ def _run(args: argparse.Namespace) -> None:
     with progress_mod.closing_line(show), _printing_checks(FsckError):
         result = index_pack(
             args.pack,
-            stdin=sys.stdin.buffer if args.from_stdin else None,
+            stdin=_standard_input() if args.from_stdin else None,
             repo=args.repo,
             output=args.output,
             index_version=version,
@@ -230,6 +231,10 @@ def _run(args: argparse.Namespace) -> None:
         print_json(result)
     elif args.from_stdin:
         print(f"{'keep' if result.keep else 'pack'}\t{result.checksum}")
+        # As Git (mimicking unpack-objects): what it read past the pack goes on to stdout.
+        sys.stdout.flush()
+        sys.stdout.buffer.write(result.past_end)
+        sys.stdout.buffer.flush()
     elif not result.verified:
         print(result.checksum)
     if checked and not args.as_json:
@@ -239,6 +244,12 @@ def _run(args: argparse.Namespace) -> None:
     if args.check_self_contained_and_connected and checked and checked.foreign:
         sys.stdout.flush()
         sys.exit(1)  # Git's answer: objects outside the pack were needed
+
+
+def _standard_input() -> BinaryIO:
+    """Unbuffered, to read as Git reads (never past its last read after the pack); none at all
+    (closed) reads as empty, as Git's does (it opens /dev/null there)."""
+    return sys.stdin.buffer.raw if sys.stdin is not None else io.BytesIO()
 
 
 @contextlib.contextmanager

@@ -22,10 +22,10 @@ from packorder.format import idx as idx_format
 from packorder.format import object_format as object_formats
 from packorder.format import rev as rev_format
 from packorder.format.object_format import ObjectFormat
-from packorder.format.pack import TYPE_CODES
 from packorder.indexer import fsck, receive
 from packorder.indexer.collisions import check_collisions
 from packorder.indexer.stat import pack_info
+from packorder.indexer.thin import fix_thin_from
 from packorder.native_call import CHECKSUM, INDEXING, RESOLVING, run_job
 from packorder.progress import ProgressCallback
 from packorder.settings import compression_level, delta_base_cache_limit, peak_rss, physical_memory, thread_count
@@ -58,6 +58,8 @@ class IndexResult(NamedTuple):
     checked: fsck.Outcome | None = None
     # --verify-stat: Git's listing of the objects and chain lengths.
     pack_info: list[str] | None = None
+    # From a stream: what was read past the pack's end (Git echoes it after the pack's name).
+    past_end: bytes = b""
 
 
 class _Settings:
@@ -115,7 +117,7 @@ class _Run:
         detect: bool,
         progress: ProgressCallback | None,
         fmt: ObjectFormat,
-        first_title: str = PHASE_TITLES[INDEXING],
+        first_title: str | None = PHASE_TITLES[INDEXING],
     ):
         self.native = _native.PackIndexer(
             str(path),
@@ -128,7 +130,7 @@ class _Run:
         )
         self.path = path
         self.progress = progress
-        self.titles = {**PHASE_TITLES, INDEXING: first_title}
+        self.titles: dict[int, str | None] = {**PHASE_TITLES, INDEXING: first_title}
         self.seconds: dict[str, float] = {}
 
     def call(self, name: str, fn, *args):
@@ -165,44 +167,6 @@ def _derive(name: Path, old: str, new: str) -> Path:
     if not name.name.endswith("." + old):
         raise UsageError(f"packfile name '{name}' does not end with '.{old}'")
     return name.with_name(name.name[: -len(old)] + new)
-
-
-# Bases handed to the core at once: few calls, and little memory (256 KiB: 26.5-27 MiB peak on
-# a libgit2 thin pack, as before; 4 MiB cost 8 MiB more, above git index-pack's 28 MiB).
-THIN_BATCH_BYTES = 256 << 10
-
-
-def _fix_thin(run: _Run, git_dir: Path, level: int) -> int:
-    """Append every missing REF_DELTA base the repository has; returns how many. The bases
-    are read through one `git cat-file --batch` (pipelined), and appended and resolved in
-    the core a batch at a time, in Git's order (missing_bases)."""
-    wanted = run.native.missing_bases()
-    if not wanted:
-        return 0
-    appended = 0
-    batch: list[tuple[bytes, int, bytes]] = []
-    size = 0
-
-    def flush() -> None:
-        nonlocal appended, batch, size
-        done, bad = run.call("fix_thin", run.native.append_bases, batch, level)
-        appended += done
-        if bad is not None:
-            raise RepositoryError(f"object {batch[bad][0].hex()} in the repository is corrupt")
-        batch, size = [], 0
-
-    with gitcmd.ObjectReader(git_dir) as reader:
-        for oid_hex, found in reader.read_many([oid.hex() for oid in wanted]):
-            if found is None:
-                continue  # not in the repository either: left unresolved, and reported so
-            kind_name, data = found
-            batch.append((bytes.fromhex(oid_hex), TYPE_CODES[kind_name], data))
-            size += len(data)
-            if size >= THIN_BATCH_BYTES:
-                flush()
-    if batch:
-        flush()
-    return appended
 
 
 def _check_resolved(run: _Run) -> None:
@@ -254,7 +218,10 @@ def index_pack(
     """Index a pack: write its .idx (and .rev) as `git index-pack` would.
 
     Either `pack` names a pack file, or `stdin` is a binary stream carrying one, which is
-    stored in the repository's objects/pack (like `git index-pack --stdin`). Raises a
+    stored in the repository's objects/pack (like `git index-pack --stdin`), read as Git
+    reads it: a pipe never more than 4096 bytes past the pack's end (an unbuffered stream,
+    such as `sys.stdin.buffer.raw`, in Git's very read(2) calls), what was read past it being
+    the result's `past_end`; a regular file to its end, where the pack must end too. Raises a
     PackError subclass on bad input; nothing is left behind then.
 
     As Git's options: `promisor` writes the stored pack's .promisor (with its message);
@@ -309,11 +276,23 @@ def index_pack(
     # A special blob a promisor pack's trees name, or a partial clone's, may be promised.
     promised = promisor not in (None, False) or config.get("extensions.partialclone") is not None
 
+    # Git's titles: what fetch-pack and receive-pack show their users while a pack arrives.
+    first = progress_title or ("Receiving objects" if stdin is not None else PHASE_TITLES[INDEXING])
     received: Path | None = None
+    got: receive.Received | None = None
     if stdin is not None:
         assert git_dir is not None
-        received = receive.receive(stdin, git_dir / "objects" / "pack", header, max_input_size)
-        pack_path = received
+        t = time.perf_counter()
+        first_pass = {
+            "detect_collisions": detect_collisions,
+            "budget": settings.budget,
+            "threads": settings.threads,
+            "checks": tuple(checks) if checks is not None else None,
+        }
+        pack_dir = git_dir / "objects" / "pack"
+        got = receive.receive(stdin, pack_dir, header, max_input_size, fmt.name, progress, first, first_pass)
+        receive_seconds = time.perf_counter() - t
+        pack_path = received = got.path
     else:
         pack_path = Path(pack)  # type: ignore[arg-type]
         if not pack_path.is_file():
@@ -339,8 +318,6 @@ def index_pack(
             settings.index_version = existing.version
             anomalies = existing.large_small_offsets
 
-        # Git's titles: what fetch-pack and receive-pack show their users while a pack arrives.
-        first = progress_title or ("Receiving objects" if stdin is not None else PHASE_TITLES[INDEXING])
         run = _Run(
             pack_path,
             settings,
@@ -348,22 +325,26 @@ def index_pack(
             detect=detect_collisions,
             progress=progress,
             fmt=fmt,
-            first_title=first,
+            # What arrived through a pipe was shown arriving (receive); its scan is not shown.
+            first_title=None if got is not None and not got.copied else first,
         )
-        if checks is not None:
-            run.native.set_checks(
-                checks.objects,
-                checks.links,
-                checks.strict,
-                checks.severities,
-                checks.skip,
-                checks.max_tree_entry_len,
-            )
-        run.call("scan", run.native.scan)
+        if got is not None:
+            run.seconds["receive"] = receive_seconds
+        if got is not None and got.parsed is not None:
+            run.call("scan", run.native.adopt, got.parsed)  # made as the pack arrived
+        else:
+            if checks is not None:
+                run.native.set_checks(*checks)
+            if got is not None and got.copied:
+                receive.scan_copied(run, got, first, fmt)
+            else:
+                run.call("scan", run.native.scan)
         if on_end_of_input is not None:
             on_end_of_input()
         if stat is not None:
             run.native.record_shape()
+        if not run.native.stats().get("deltas"):
+            run.titles[RESOLVING] = None  # as Git: no deltas, no "Resolving deltas" line
         run.call("resolve", run.native.resolve)
 
         def failed_checks() -> None:
@@ -375,7 +356,7 @@ def index_pack(
         appended = 0
         if fix_thin and run.native.unresolved_offsets():
             assert git_dir is not None
-            appended = _fix_thin(run, git_dir, settings.compression)
+            appended = fix_thin_from(run, git_dir, settings.compression)
             failed_checks()
         _check_resolved(run)
         checksum = run.native.checksum
@@ -454,6 +435,7 @@ def index_pack(
         stats=stats,
         checked=checked,
         pack_info=info,
+        past_end=got.rest if got is not None else b"",
     )
 
 

@@ -67,6 +67,18 @@ pub struct ResolveStats {
     pub peak_kept: u64,
 }
 
+impl ResolveStats {
+    /// Count `s` in too.
+    pub fn add(&mut self, s: ResolveStats) {
+        self.resolved += s.resolved;
+        self.base_inflations += s.base_inflations;
+        self.delta_inflations += s.delta_inflations;
+        self.rebuilds += s.rebuilds;
+        self.evictions += s.evictions;
+        self.peak_kept = self.peak_kept.max(s.peak_kept);
+    }
+}
+
 /// What resolving one delta left to do.
 struct Resolved<'g> {
     /// Its large-object admission, if one was taken.

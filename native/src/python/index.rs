@@ -12,16 +12,17 @@ use rayon::prelude::*;
 
 use crate::error::PackError;
 use crate::fsck::Checker;
-use crate::index::checks;
+use crate::index::received::Indexed;
 use crate::index::resolve::{resolve, unresolved, Forest, ResolveOptions, ResolveStats};
 use crate::index::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES};
 use crate::index::table::Table;
-use crate::pack::entry::{is_delta, ObjectId, OBJ_COMMIT, OBJ_TAG};
-use crate::pack::hash::object_id;
+use crate::index::{checks, per_thread_share};
+use crate::pack::entry::{is_delta, ObjectId};
 use crate::pack::source::PackFile;
 use crate::progress::{Progress, PHASE_RESOLVING};
 use crate::python::arrays::{bytes_of, hash_named, one_id};
 use crate::python::fsck::{check_repository_blob, finish_checks, fsck_rules};
+use crate::python::stream::PackStream;
 use crate::{index::thin, to_py_err};
 
 struct State {
@@ -63,21 +64,6 @@ impl PackIndexer {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// An eighth of the budget a thread: above it objects are streamed in pass 1 and resolved
-/// one at a time in pass 2, so per-thread buffers together stay within a quarter of the budget.
-fn per_thread_share(budget: u64, threads: usize) -> u64 {
-    (budget / (8 * threads.max(1) as u64)).clamp(1 << 20, 64 << 20)
-}
-
-fn add_stats(total: &mut ResolveStats, s: ResolveStats) {
-    total.resolved += s.resolved;
-    total.base_inflations += s.base_inflations;
-    total.delta_inflations += s.delta_inflations;
-    total.rebuilds += s.rebuilds;
-    total.evictions += s.evictions;
-    total.peak_kept = total.peak_kept.max(s.peak_kept);
 }
 
 #[pymethods]
@@ -166,6 +152,37 @@ impl PackIndexer {
         Ok(())
     }
 
+    /// Pass 1 as made while the pack arrived (`stream`, a PackStream that read all of it,
+    /// the object checks included): its findings taken over, as scan() would have found them.
+    fn adopt(&self, py: Python<'_>, stream: &Bound<'_, PackStream>) -> PyResult<()> {
+        let indexed = stream.get().parser().take_indexed();
+        let Some(Indexed {
+            header,
+            mut table,
+            checksum,
+            check,
+        }) = indexed
+        else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "the stream has not read a whole pack",
+            ));
+        };
+        let mut st = self.lock();
+        if table.entries.data_end != st.pack.len - st.pack.trailer_len() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "the stream read another pack",
+            ));
+        }
+        let forest = py.detach(|| Forest::new(&mut table)).map_err(to_py_err)?;
+        crate::trim_heap();
+        st.header = Some(header);
+        st.checksum = Some(checksum);
+        st.table = Some(table);
+        st.forest = Some(forest);
+        st.check = check;
+        Ok(())
+    }
+
     /// Pass 2: resolve every delta whose base is in the pack.
     fn resolve(&self, py: Python<'_>) -> PyResult<()> {
         let progress = self.progress.clone();
@@ -190,7 +207,7 @@ impl PackIndexer {
                 stats
             })
             .map_err(to_py_err)?;
-        add_stats(&mut st.stats, stats);
+        st.stats.add(stats);
         Ok(())
     }
 
@@ -321,51 +338,19 @@ impl PackIndexer {
         );
         let check = st.check.as_ref();
         let (appended, bad, stats) = py
-            .detach(|| -> crate::error::Result<_> {
-                let mut stats = ResolveStats::default();
-                let mut appended = 0u32;
-                for (k, (id, kind, data)) in bases.iter().enumerate() {
-                    progress.check_cancelled()?;
-                    if !(OBJ_COMMIT..=OBJ_TAG).contains(kind) {
-                        return Err(PackError::general(format!("bad object type {kind}")));
-                    }
-                    let still_wanted = ObjectId::try_from(id.as_slice())
-                        .ok()
-                        .and_then(|id| wanting.get(&id))
-                        .is_some_and(|entries| {
-                            entries.iter().any(|&i| table.real_kinds[i as usize] == 0)
-                        });
-                    if !still_wanted {
-                        continue;
-                    }
-                    let oid = object_id(pack.algo, *kind, data, detect, table.entries.data_end)?;
-                    if oid[..] != id[..] {
-                        return Ok((appended, Some(k), stats));
-                    }
-                    let idx = thin::append_object(pack, table, *kind, data, oid, level)?;
-                    let last = *forest.child_start.last().unwrap_or(&0);
-                    forest.child_start.push(last);
-                    forest.claimed.push(false);
-                    add_stats(
-                        &mut stats,
-                        resolve(
-                            pack,
-                            table,
-                            forest,
-                            &[idx],
-                            opts,
-                            &progress,
-                            pool,
-                            trace,
-                            check,
-                        )?,
-                    );
-                    appended += 1;
-                }
-                Ok((appended, None, stats))
+            .detach(|| {
+                let to = thin::Resolving {
+                    forest,
+                    opts,
+                    progress: &progress,
+                    pool,
+                    trace,
+                    check,
+                };
+                thin::append_bases(pack, table, to, wanting, &bases, level, detect)
             })
             .map_err(to_py_err)?;
-        add_stats(&mut st.stats, stats);
+        st.stats.add(stats);
         st.appended += appended;
         Ok((appended, bad))
     }

@@ -8,5 +8,6 @@ pub(crate) mod fsck;
 pub(crate) mod index;
 pub(crate) mod orders;
 pub(crate) mod seek;
+pub(crate) mod stream;
 pub(crate) mod walk;
 pub(crate) mod write;

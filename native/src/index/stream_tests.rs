@@ -1,0 +1,189 @@
+//! PackStream against what Git's reads would be.
+
+use super::*;
+use std::io::Write;
+
+fn entry(kind: u8, data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    crate::pack::entry::encode_type_size(kind, data.len() as u64, &mut out);
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+    z.write_all(data).unwrap();
+    out.extend(z.finish().unwrap());
+    out
+}
+
+fn pack(entries: &[Vec<u8>]) -> Vec<u8> {
+    let mut p = b"PACK".to_vec();
+    p.extend(2u32.to_be_bytes());
+    p.extend((entries.len() as u32).to_be_bytes());
+    for e in entries {
+        p.extend(e);
+    }
+    let mut sum = crate::pack::hash::FileChecksum::new(HashAlgo::Sha1);
+    sum.update(&p);
+    p.extend_from_slice(&sum.finish());
+    p
+}
+
+/// Feed `input` as a pipe holding all of it answers every read; returns bytes read.
+fn run(s: &mut PackStream, input: &[u8]) -> Result<u64> {
+    let mut at = 0;
+    while s.want() > 0 {
+        let n = s.want().min(input.len() - at);
+        assert!(n > 0, "early EOF");
+        s.feed(&input[at..at + n])?;
+        at += n;
+    }
+    Ok(at as u64)
+}
+
+#[test]
+fn stops_at_the_trailer_and_keeps_what_it_read_past_it() {
+    let big: Vec<u8> = (0..20_000u32).map(|i| (i * 7919 % 251) as u8).collect();
+    let p = pack(&[entry(3, b"hello\n"), entry(3, &big), entry(1, b"x")]);
+    let mut input = p.clone();
+    input.extend(std::iter::repeat_n(b'j', 10_000));
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    let read = run(&mut s, &input).unwrap();
+    assert!(s.done());
+    let (objects, count, used, _) = s.counts();
+    assert_eq!((objects, count, used), (3, 3, p.len() as u64));
+    // Every read asked for a whole buffer: the reads end at a multiple of 4096.
+    assert_eq!(read, (p.len() as u64).div_ceil(4096) * 4096);
+    assert_eq!(s.rest(), &input[p.len()..read as usize]);
+}
+
+/// A blob entry of exactly `len` bytes (incompressible content, so that each byte more
+/// of content is a byte more of entry).
+fn blob_entry_of(len: usize) -> Vec<u8> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let noise: Vec<u8> = (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    (1..len)
+        .map(|n| entry(3, &noise[..n]))
+        .find(|e| e.len() == len)
+        .expect("a blob entry of that length")
+}
+
+#[test]
+fn a_base_id_across_the_buffers_end_is_read_whole() {
+    // A REF_DELTA whose base id starts 5 bytes before the first buffer's end: Git keeps
+    // those 5 and asks for 4091 more, so the next read ends at 4091 + 4096.
+    let filler = blob_entry_of(4096 - 5 - 1 - 12);
+    let mut delta = Vec::new();
+    crate::pack::entry::encode_type_size(OBJ_REF_DELTA, 4, &mut delta);
+    assert_eq!(delta.len(), 1);
+    delta.extend([9u8; 20]);
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+    z.write_all(&[1, 1, 0x90, 1]).unwrap();
+    delta.extend(z.finish().unwrap());
+    let p = pack(&[filler, delta]);
+    let mut input = p.clone();
+    input.extend(std::iter::repeat_n(b'j', 9000));
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    let read = run(&mut s, &input).unwrap();
+    assert_eq!(s.counts().2, p.len() as u64);
+    assert_eq!(read, 4091 + 4096);
+    assert_eq!(s.rest(), &input[p.len()..read as usize]);
+}
+
+#[test]
+fn a_header_given_is_used_before_the_first_read() {
+    let p = pack(&[entry(3, b"hello\n")]);
+    let s = PackStream::new(HashAlgo::Sha1, &p[..12], 0, true, 1 << 20).unwrap();
+    assert_eq!((s.want(), s.counts().2, s.counts().3), (BUFFER, 12, 12));
+    assert!(s.in_entries());
+    let bad = PackStream::new(
+        HashAlgo::Sha1,
+        b"PACK\0\0\0\x05\0\0\0\x01",
+        0,
+        true,
+        1 << 20,
+    );
+    assert_eq!(bad.err().unwrap().offset, Some(4));
+}
+
+#[test]
+fn a_limit_stops_the_parse() {
+    let p = pack(&[entry(3, b"hello\n")]);
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 20, true, 1 << 20).unwrap();
+    let mut input = p.clone();
+    input.extend([0u8; 100]);
+    s.feed(&input[..s.want().min(input.len())]).unwrap();
+    assert!(s.over_limit() && s.want() == 0);
+}
+
+#[test]
+fn broken_entries_are_errors_at_their_offset() {
+    let mut bad = pack(&[entry(3, b"hello\n")]);
+    bad[12] = 0x50; // type 5
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    let e = s.feed(&bad).unwrap_err();
+    assert_eq!(e.offset, Some(12));
+    let mut long = pack(&[entry(3, b"hello\n")]);
+    long[12] = 0x34; // declares 4 bytes, inflates to 6
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    assert!(s.feed(&long).unwrap_err().message.contains("more bytes"));
+}
+
+#[test]
+fn the_first_pass_is_the_scans() {
+    use crate::index::scan::{scan, ScanOptions};
+    use crate::pack::source::PackFile;
+    use crate::progress::Progress;
+    let base: Vec<u8> = (0..5000u32).map(|i| (i * 7919 % 251) as u8).collect();
+    let big: Vec<u8> = (0..100_000u32).map(|i| (i * 31 % 253) as u8).collect();
+    let tree = b"100644 a\0aaaaaaaaaaaaaaaaaaaa".to_vec();
+    let mut entries = vec![entry(3, &base), entry(2, &tree), entry(3, &big)];
+    // A REF_DELTA on the first blob: 100 bytes copied from its start.
+    let delta = [0x88, 0x27, 0x64, 0x90, 0x64];
+    let base_id = crate::pack::hash::object_id(HashAlgo::Sha1, 3, &base, true, 0).unwrap();
+    let mut ref_delta = Vec::new();
+    crate::pack::entry::encode_type_size(OBJ_REF_DELTA, delta.len() as u64, &mut ref_delta);
+    ref_delta.extend_from_slice(&base_id);
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+    z.write_all(&delta).unwrap();
+    ref_delta.extend(z.finish().unwrap());
+    entries.push(ref_delta);
+    entries.push(entry(
+        1,
+        b"tree 0000000000000000000000000000000000000000\n\nx\n",
+    ));
+    let p = pack(&entries);
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    run(&mut s, &p).unwrap();
+    let got = s.take_indexed().expect("a whole pack");
+    let dir = std::env::temp_dir().join(format!("packorder-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("p.pack");
+    std::fs::write(&path, &p).unwrap();
+    let file = PackFile::open(&path, false, HashAlgo::Sha1).unwrap();
+    let opts = ScanOptions {
+        threads: 1,
+        detect_collisions: true,
+        split_min_bytes: u64::MAX,
+        whole_limit: 1 << 20,
+        check: None,
+    };
+    let want = scan(&file, &opts, &Progress::default()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (a, b) = (&got.table, &want.table);
+    assert_eq!(a.entries.offsets, b.entries.offsets);
+    assert_eq!(a.entries.kinds, b.entries.kinds);
+    assert_eq!(a.entries.header_lens, b.entries.header_lens);
+    assert_eq!(a.entries.sizes, b.entries.sizes);
+    assert_eq!(a.entries.crcs, b.entries.crcs);
+    assert_eq!(a.entries.data_end, b.entries.data_end);
+    assert_eq!(a.ofs_bases, b.ofs_bases);
+    assert_eq!(a.ref_bases, b.ref_bases);
+    assert_eq!(a.real_kinds, b.real_kinds);
+    assert_eq!(a.oids.as_bytes(), b.oids.as_bytes());
+    assert_eq!(got.checksum, want.checksum);
+    assert_eq!((got.header.version, got.header.count), (2, 5));
+}

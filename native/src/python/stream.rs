@@ -1,0 +1,113 @@
+//! The Python face of the stream parser of `index-pack --stdin` (index/stream.rs): Python
+//! reads what it asks for and feeds it in, so that a read blocked on a pipe stays in the main
+//! thread, where Ctrl-C and SIGTERM reach it.
+
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::fsck::Checker;
+use crate::index::{per_thread_share, scan::WHOLE_LIMIT, stream};
+use crate::python::arrays::hash_named;
+use crate::python::fsck::fsck_rules;
+use crate::to_py_err;
+
+#[pyclass(frozen, module = "packorder._native")]
+pub(crate) struct PackStream(Mutex<stream::PackStream>);
+
+impl PackStream {
+    pub(crate) fn parser(&self) -> MutexGuard<'_, stream::PackStream> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl PackStream {
+    /// A parser of a pack of ids of `object_format`; `header`: the 12 bytes of the pack
+    /// header the caller read already, or none; `limit`: stop once more bytes than that are
+    /// used (0: no limit). The first pass is made as the pack arrives, as the indexer's scan
+    /// would make it with `threads` and `budget` (what it holds whole), with or without
+    /// collision detection.
+    #[new]
+    #[pyo3(signature = (header=b"".as_slice(), limit=0, object_format="sha1", detect_collisions=true, budget=96 << 20, threads=1))]
+    fn new(
+        header: &[u8],
+        limit: u64,
+        object_format: &str,
+        detect_collisions: bool,
+        budget: u64,
+        threads: usize,
+    ) -> PyResult<Self> {
+        if !header.is_empty() && header.len() != 12 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "a pack header is 12 bytes",
+            ));
+        }
+        let algo = hash_named(object_format)?;
+        let whole_limit = per_thread_share(budget, threads).min(WHOLE_LIMIT);
+        let parser = stream::PackStream::new(algo, header, limit, detect_collisions, whole_limit);
+        Ok(PackStream(Mutex::new(parser.map_err(to_py_err)?)))
+    }
+
+    /// Run Git's object checks on every object, as PackIndexer.set_checks.
+    fn set_checks(
+        &self,
+        objects: bool,
+        links: bool,
+        strict: bool,
+        severities: &[u8],
+        skip: &[u8],
+        max_tree_entry_len: usize,
+    ) -> PyResult<()> {
+        let mut parser = self.parser();
+        let algo = parser.algo();
+        let rules = fsck_rules(algo, severities, skip, max_tree_entry_len)?;
+        parser.set_check(Checker::new(algo, objects, links, strict, rules));
+        Ok(())
+    }
+
+    /// How many bytes to read next (Git's read size), 0 once the pack is complete or the
+    /// limit is passed.
+    fn want(&self) -> usize {
+        self.parser().want()
+    }
+
+    /// Parse the bytes of one read (at most `want()`); PackFormatError on a broken pack.
+    fn feed(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
+        let mut guard = self.parser();
+        let parser = &mut *guard;
+        if data.len() > parser.want() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "more bytes than were asked for",
+            ));
+        }
+        py.detach(|| parser.feed(data)).map_err(to_py_err)
+    }
+
+    /// Whether the parse is among the pack's entries (past its header, before its trailer).
+    #[getter]
+    fn in_entries(&self) -> bool {
+        self.parser().in_entries()
+    }
+
+    #[getter]
+    fn done(&self) -> bool {
+        self.parser().done()
+    }
+
+    #[getter]
+    fn over_limit(&self) -> bool {
+        self.parser().over_limit()
+    }
+
+    /// (entries read, entries the header declares, bytes used, bytes read).
+    fn counts(&self) -> (u32, u32, u64, u64) {
+        self.parser().counts()
+    }
+
+    /// The bytes read and not used: once the pack is complete, those past its end.
+    fn rest<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.parser().rest())
+    }
+}
