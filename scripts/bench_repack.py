@@ -369,9 +369,7 @@ def main() -> None:
         metavar="PYTHON",
         help="also run packorder from another installation (its python), as 'baseline LEVEL', to compare builds",
     )
-    ap.add_argument(
-        "--git-walk", action="store_true", help="also packorder with packorder.walk = git (Git's rev-list)"
-    )
+    ap.add_argument("--git-walk", action="store_true", help="also packorder with packorder.walk = git (Git's rev-list)")
     ap.add_argument("--tmp", default=None, help="directory for the copies (default: the system's)")
     ap.add_argument("--json", type=Path, help="also write the raw runs here")
     args = ap.parse_args()

@@ -41,16 +41,21 @@ def pack_of(objects: list[tuple[int, bytes]]) -> bytes:
     return b.build()
 
 
+def repo_holding(path: Path, populate: list[tuple[int, bytes]]) -> Path:
+    """A new bare repository at `path` holding the objects `populate` lists (loose)."""
+    git(None, "init", "-q", "--bare", str(path))
+    for kind, data in populate:
+        kind_name = {COMMIT: "commit", TREE: "tree", BLOB: "blob", TAG: "tag"}[kind]
+        git(path, "hash-object", "--literally", "-w", "--stdin", "-t", kind_name, input=data)
+    return path
+
+
 def run_both(tmp_path: Path, pack: bytes, *args: str, populate: list[tuple[int, bytes]] = ()) -> tuple:
     """Git's index-pack and ours on the same pack, each in a repository of its own holding
     `populate`: (Git's result, ours)."""
     results = []
     for who in ("git", "ours"):
-        repo = tmp_path / who
-        git(None, "init", "-q", "--bare", str(repo))
-        for kind, data in populate:
-            kind_name = {COMMIT: "commit", TREE: "tree", BLOB: "blob", TAG: "tag"}[kind]
-            git(repo, "hash-object", "--literally", "-w", "--stdin", "-t", kind_name, input=data)
+        repo = repo_holding(tmp_path / who, populate)
         path = tmp_path / f"{who}.pack"
         path.write_bytes(pack)
         if who == "git":

@@ -24,6 +24,7 @@ from test_index_pack_fsck import (
     TREES,
     commit,
     pack_of,
+    repo_holding,
     same,
     tree,
 )
@@ -32,11 +33,7 @@ from test_index_pack_fsck import (
 def run_both_stdin(tmp_path: Path, pack: bytes, *args: str, populate: list[tuple[int, bytes]] = ()) -> tuple:
     results = []
     for who in ("git", "ours"):
-        repo = tmp_path / who
-        git(None, "init", "-q", "--bare", str(repo))
-        for kind, data in populate:
-            kind_name = {COMMIT: "commit", TREE: "tree", BLOB: "blob", TAG: "tag"}[kind]
-            git(repo, "hash-object", "--literally", "-w", "--stdin", "-t", kind_name, input=data)
+        repo = repo_holding(tmp_path / who, populate)
         if who == "git":
             cmd = ["git", "-C", str(repo), "index-pack", "--stdin", *args]
             results.append(subprocess.run(cmd, input=pack, capture_output=True, env=git_env()))

@@ -7,7 +7,7 @@ use crate::error::{PackError, Result};
 use crate::fsck::{Checker, Seen};
 use crate::index::scan::PackHeader;
 use crate::index::table::Table;
-use crate::pack::entry::{is_delta, BaseRef, EntryHeader, HashAlgo, ObjectId, OBJ_BLOB};
+use crate::pack::entry::{is_delta, EntryHeader, HashAlgo, ObjectId, OBJ_BLOB};
 use crate::pack::hash::{hex, FileChecksum, ObjectHasher};
 
 /// What the first pass found, for the indexer to take over (python/index.rs `adopt`).
@@ -127,22 +127,7 @@ impl Recorder {
                 self.held = Vec::new(); // a large object's room is not kept
             }
         }
-        let t = &mut self.table;
-        let idx = t.len() as u32;
-        t.entries.offsets.push(offset);
-        t.entries.kinds.push(h.kind);
-        t.entries.header_lens.push(h.header_len as u8);
-        t.entries.sizes.push(h.size);
-        t.entries.crcs.push(crc);
-        t.ofs_bases.push(match h.base {
-            BaseRef::Offset(b) => b,
-            _ => 0,
-        });
-        if let BaseRef::Id(id) = h.base {
-            t.ref_bases.push((id, idx));
-        }
-        t.oids.push(&oid.unwrap_or(ObjectId::null(self.algo)));
-        t.real_kinds.push(if is_delta(h.kind) { 0 } else { h.kind });
+        self.table.push_entry(offset, &h, crc, oid);
         Ok(())
     }
 

@@ -5,9 +5,7 @@
 use crate::error::{PackError, Result};
 use crate::fsck::{Checker, Seen};
 use crate::index::table::Table;
-use crate::pack::entry::{
-    is_delta, parse_header, BaseRef, EntryHeader, ObjectId, MAX_HEADER_LEN, OBJ_BLOB,
-};
+use crate::pack::entry::{is_delta, parse_header, EntryHeader, ObjectId, MAX_HEADER_LEN, OBJ_BLOB};
 use crate::pack::hash::ObjectHasher;
 use crate::pack::inflate::{looks_like_zlib, Inflater};
 use crate::pack::source::{PackFile, Window};
@@ -102,23 +100,7 @@ impl<'a> Scanner<'a> {
                 self.inflate_streaming(offset, &h)?
             }
         };
-        let idx = out.len() as u32;
-        out.entries.offsets.push(offset);
-        out.entries.kinds.push(h.kind);
-        out.entries.header_lens.push(h.header_len as u8);
-        out.entries.sizes.push(h.size);
-        out.entries.crcs.push(crc);
-        out.ofs_bases.push(match h.base {
-            BaseRef::Offset(b) => b,
-            _ => 0,
-        });
-        if let BaseRef::Id(id) = h.base {
-            out.ref_bases.push((id, idx));
-        }
-        out.oids
-            .push(&oid.unwrap_or(ObjectId::null(self.pack.algo)));
-        out.real_kinds
-            .push(if is_delta(h.kind) { 0 } else { h.kind });
+        out.push_entry(offset, &h, crc, oid);
         Ok(offset + h.header_len as u64 + used)
     }
 

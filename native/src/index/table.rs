@@ -2,7 +2,9 @@
 //! an entry, so ten million entries stay well under a gigabyte.
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{is_delta, HashAlgo, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA};
+use crate::pack::entry::{
+    is_delta, BaseRef, EntryHeader, HashAlgo, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA,
+};
 use crate::pack::object_id::IdColumn;
 use crate::pack::pack_entries::Entries;
 
@@ -31,6 +33,28 @@ impl Table {
             oids: IdColumn::new(algo),
             ..Table::default()
         }
+    }
+
+    /// The entry at `offset` scanned: its header, the CRC32 of its bytes, and its id when
+    /// it is a whole object (deltas get theirs once resolved).
+    pub fn push_entry(&mut self, offset: u64, h: &EntryHeader, crc: u32, oid: Option<ObjectId>) {
+        let idx = self.len() as u32;
+        self.entries.offsets.push(offset);
+        self.entries.kinds.push(h.kind);
+        self.entries.header_lens.push(h.header_len as u8);
+        self.entries.sizes.push(h.size);
+        self.entries.crcs.push(crc);
+        self.ofs_bases.push(match h.base {
+            BaseRef::Offset(b) => b,
+            _ => 0,
+        });
+        if let BaseRef::Id(id) = h.base {
+            self.ref_bases.push((id, idx));
+        }
+        let algo = self.oids.algo();
+        self.oids.push(&oid.unwrap_or(ObjectId::null(algo)));
+        self.real_kinds
+            .push(if is_delta(h.kind) { 0 } else { h.kind });
     }
 
     /// With the shape recorded: each entry's delta depth (0 for a whole object).
