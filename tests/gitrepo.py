@@ -166,3 +166,19 @@ def build_history(path: Path, commits: int = 40, seed: int = 7, big_blob: int = 
             repo.write("big/large.bin", bytes(data))
             repo.commit("large blob edit")
     return repo
+
+
+def wide_directory(path: Path, files: int, changes: int, add: bool = False) -> Repo:
+    """A directory of `files` files (many/), then `changes` commits each changing one of them
+    (and, with `add`, adding a file): each new version of the directory's tree repeats most
+    of the last one's entries."""
+    repo = Repo(path)
+    for i in range(files):
+        repo.write(f"many/f{i:03}.txt", f"file {i}\n")
+    repo.commit("many files")
+    for c in range(changes):
+        repo.write(f"many/f{(c * 37) % files:03}.txt", f"file changed at {c}\n")
+        if add:
+            repo.write(f"many/new{c}.txt", f"new {c}\n")
+        repo.commit(f"change {c}")
+    return repo

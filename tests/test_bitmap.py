@@ -9,7 +9,7 @@ from pathlib import Path
 
 import bitmapfile
 import pytest
-from gitrepo import GIT, build_history, git, git_env
+from gitrepo import GIT, build_history, git, git_env, wide_directory
 
 import packorder
 from packorder.format import idx as idx_format
@@ -182,15 +182,7 @@ def test_wide_trees_share_chunks_and_the_bitmap_stays_exact(tmp_path: Path, monk
     delta of the last and repeats most of its entries. The graph keeps repeated chunks once
     (checked by id, not searched): what is stored is far less than what the trees name, and
     every bitmap still equals Git's walk."""
-    from gitrepo import Repo
-
-    repo = Repo(tmp_path / "wide")
-    for i in range(400):
-        repo.write(f"many/f{i:03}.txt", f"file {i}\n")
-    repo.commit("many files")
-    for c in range(30):
-        repo.write(f"many/f{(c * 37) % 400:03}.txt", f"file changed at {c}\n")
-        repo.commit(f"change {c}")
+    repo = wide_directory(tmp_path / "wide", files=400, changes=30)
     bare = tmp_path / "wide.git"
     git(None, "clone", "-q", "--bare", "--no-local", str(repo.path), str(bare))
     seen = []

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitrepo import GIT, Repo, git, git_env
+from gitrepo import GIT, git, git_env, wide_directory
 from test_native_walk import churned_directories, every_root_kind
 
 import packorder
@@ -105,14 +105,7 @@ def test_trees_passed_as_copies_record_their_entries(
 
 def test_wide_trees_and_fresh_deltas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Trees of several hundred entries (many chunks each), repacked with new deltas."""
-    repo = Repo(tmp_path / "wide")
-    for i in range(300):
-        repo.write(f"many/f{i:03}.txt", f"file {i}\n")
-    repo.commit("many files")
-    for c in range(20):
-        repo.write(f"many/f{(c * 37) % 300:03}.txt", f"changed at {c}\n")
-        repo.write(f"many/new{c}.txt", f"new {c}\n")
-        repo.commit(f"change {c}")
+    repo = wide_directory(tmp_path / "wide", files=300, changes=20, add=True)
     assert_same_bitmap(repo.path, tmp_path, monkeypatch, no_reuse_delta=True)
 
 
