@@ -6,7 +6,7 @@ pack upload-pack sends; run with GIT_EXEC_PATH set to a directory made by
 packorder.indexer.route, that index-pack is packorder's. Both clones run alternately on the
 same source, each after `sync` and a drop of the page cache (when this process may write
 /proc/sys/vm/drop_caches; otherwise it says so and runs warm), and the clones are checked to
-hold the same pack, index and refs.
+hold the same objects and refs (and, when the sender sent the same pack, the same bytes).
 
     scripts/bench_clone.py SOURCE.git [SOURCE.git ...] [--runs 5] [--fsck-objects]
 
@@ -54,10 +54,19 @@ def clone(source: Path, dest: Path, env: dict[str, str], fsck: bool) -> tuple[fl
     return elapsed, usage.ru_maxrss * 1024
 
 
-def outcome(repo: Path) -> tuple[list[tuple[str, bytes]], str]:
-    packs = sorted((p.name, p.read_bytes()) for p in (repo / "objects" / "pack").glob("*.idx"))
+def outcome(repo: Path) -> tuple[tuple[str, str], list[tuple[str, bytes]]]:
+    """((the objects the clone holds, its refs), its pack indexes). The serving side's
+    pack-objects searches deltas on several threads, so two clones of one source may get
+    packs of different bytes: the objects and refs must be the same, the bytes are reported."""
+    ids = subprocess.run(
+        ["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     refs = subprocess.run(["git", "-C", str(repo), "show-ref"], capture_output=True, text=True).stdout
-    return packs, refs
+    packs = sorted((p.name, p.read_bytes()) for p in (repo / "objects" / "pack").glob("*.idx"))
+    return (ids, refs), packs
 
 
 def main() -> None:
@@ -90,11 +99,16 @@ def main() -> None:
                         results[who] = outcome(dest)
             handed = len(log.read_text().splitlines()) if log.exists() else 0
             log.unlink(missing_ok=True)
-            same = results["git"] == results["packorder"]
+            same = results["git"][0] == results["packorder"][0]
+            same_bytes = results["git"][1] == results["packorder"][1]
             g, o = statistics.median(times["git"]), statistics.median(times["packorder"])
             checked = ", transfer.fsckObjects" if args.fsck_objects else ""
             print(f"\n## {source} ({args.runs} runs each, alternating{checked})")
-            print(f"same pack, index and refs: {'yes' if same else 'NO'}; index-packs handed to packorder: {handed}")
+            print(
+                f"same objects and refs: {'yes' if same else 'NO'}; same pack and index bytes: "
+                f"{'yes' if same_bytes else 'no (the sender packed differently)'}; "
+                f"index-packs handed to packorder: {handed}"
+            )
             print("| clone | median wall | ratio | peak RSS |")
             print("|---|---|---|---|")
             print(f"| git | {g:.2f} s | | {rss['git'] / (1 << 20):.1f} MiB |")
