@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import resource
 
-from packorder.gitcmd import Config
+from packorder.gitcmd import Config, parse_bool
 
 # What each verification level of a repack proves (docs/repack.md has what each costs).
 VERIFY_MODES = {
@@ -36,6 +36,18 @@ def thread_count(config: Config, threads: int | None, *keys: str) -> int:
         if configured:
             return configured
     return os.cpu_count() or 1
+
+
+def write_bitmap(config: Config, given: bool | None, bare: bool, promisor: bool, kept: bool) -> bool:
+    """Whether a repack writes a reachability bitmap: -b/-B if `given`, else
+    `repack.writeBitmaps`, else Git's default: in a bare repository with neither promisor
+    nor .keep packs."""
+    if given is not None:
+        return given
+    configured = config.get("repack.writeBitmaps")
+    if configured is not None:
+        return parse_bool(configured)
+    return bare and not promisor and not kept
 
 
 def delta_base_cache_limit(config: Config) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from packorder import gitcmd
+from packorder import gitcmd, settings
 from packorder.errors import UsageError
 from packorder.orders.catalog import configured_order
 from packorder.repacking import expiry
@@ -91,13 +91,8 @@ def read_options(repo: Repository, request: RepackRequest) -> RepackOptions:
     depth = min(depth, GIT_DEPTH_LIMIT)
     threads = thread_count(cfg, request.threads, "packorder.threads", "pack.threads")
     ref_delta = request.ref_delta or not cfg.get_bool("repack.useDeltaBaseOffset", True)
-    write_bitmap = request.write_bitmap
-    if write_bitmap is None:
-        configured = cfg.get("repack.writeBitmaps")
-        if configured is not None:
-            write_bitmap = gitcmd.parse_bool(configured)
-        else:
-            write_bitmap = repo.bare and not repo.has_promisor_packs and not any(p.keep for p in repo.packs)
+    kept = any(p.keep for p in repo.packs)
+    write_bitmap = settings.write_bitmap(cfg, request.write_bitmap, repo.bare, repo.has_promisor_packs, kept)
     cruft_expiration = None
     if request.cruft_expiration is not None:
         cruft_expiration = expiry.expiration(request.cruft_expiration, "cruft_expiration", repo.git_dir)

@@ -15,7 +15,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from packorder import _native, gitcmd
+from packorder import _native, gitcmd, settings
 from packorder.errors import RepositoryError, UsageError
 from packorder.format import object_format as object_formats
 from packorder.format.object_format import ObjectFormat
@@ -210,15 +210,14 @@ def _open(path: str | os.PathLike[str] | None, lock: bool) -> Snapshot:
 
 
 def _may_write_bitmap(snap: Snapshot, bitmap: bool | None, promisor: bool) -> bool:
-    """Whether the repack may write a bitmap (options.py decides; this errs on yes)."""
+    """Whether the repack will write a bitmap, as options.py decides it from the same facts
+    (it may still give it up: an alternate holds objects, or the repack's pack is written
+    elsewhere)."""
     if not snap.locked:
         return False  # a pack written elsewhere, or none
-    if bitmap is not None:
-        return bitmap
-    configured = snap.config.get("repack.writeBitmaps")
-    if configured is not None:
-        return gitcmd.parse_bool(configured)
-    return snap.config.bare(snap.git_dir) and not promisor
+    packs = snap.local_packs + snap.foreign_packs
+    kept = any(p.with_suffix(".keep").exists() for p in packs)
+    return settings.write_bitmap(snap.config, bitmap, snap.config.bare(snap.git_dir), promisor, kept)
 
 
 def _main_walk(
