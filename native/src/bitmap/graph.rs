@@ -3,8 +3,6 @@
 //! it: the walk, as it reads each commit and tree (walk/edges.rs), and, when the walk was
 //! Git's, a reading of the new pack itself (reach.rs).
 
-use std::collections::HashMap;
-
 use crate::pack::entry::{HashAlgo, ObjectId};
 
 /// Edges over pack positions, in chunks that many objects share: object `i` names, in order,
@@ -153,10 +151,14 @@ impl Rows {
         self.outside.push((self.chunk_ends.len() as u32, id));
     }
 
+    /// Where the chunk being built starts in `data`.
+    fn open_from(&self) -> usize {
+        self.chunk_ends.last().map_or(0, |&e| e as usize)
+    }
+
     /// The targets pushed since the last chunk ended.
     pub fn open_chunk(&self) -> &[u32] {
-        let from = self.chunk_ends.last().map_or(0, |&e| e as usize);
-        &self.data[from..]
+        &self.data[self.open_from()..]
     }
 
     /// Whether the chunk being built names an object outside (it cannot be shared: its
@@ -169,8 +171,7 @@ impl Rows {
 
     /// Drop the chunk being built (an equal one is stored already).
     pub fn discard_chunk(&mut self) {
-        let from = self.chunk_ends.last().map_or(0, |&e| e as usize);
-        self.data.truncate(from);
+        self.data.truncate(self.open_from());
     }
 
     /// End the chunk whose targets were just pushed; its number.
@@ -210,21 +211,5 @@ impl Rows {
     pub fn end_object(&mut self, i: u32) {
         self.positions.push(i);
         self.ends.push(self.refs.len() as u32);
-    }
-}
-
-/// The chunks stored so far, by a key mixed from what they name.
-#[derive(Default)]
-pub struct Interner {
-    by_key: HashMap<u64, Vec<u32>>,
-}
-
-impl Interner {
-    pub fn candidates(&self, key: u64) -> &[u32] {
-        self.by_key.get(&key).map_or(&[], Vec::as_slice)
-    }
-
-    pub fn add(&mut self, key: u64, c: u32) {
-        self.by_key.entry(key).or_default().push(c);
     }
 }

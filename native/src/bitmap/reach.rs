@@ -8,7 +8,9 @@
 
 use rayon::prelude::*;
 
-use crate::bitmap::graph::{Graph, Interner, Rows, OUTSIDE};
+use std::collections::HashMap;
+
+use crate::bitmap::graph::{Graph, Rows, OUTSIDE};
 use crate::error::{PackError, Result};
 use crate::pack::entry::{HashAlgo, ObjectId, MAX_RAWSZ, OBJ_COMMIT, OBJ_TREE};
 use crate::pack::hash::{hex, parse_hex};
@@ -240,4 +242,20 @@ pub fn read_graph(store: &Store, objects: &Objects<'_>, pool: &rayon::ThreadPool
     })?;
     drop(children);
     Ok(Graph::from_parts(n, families, objects.algo))
+}
+
+/// The tree chunks met in one delta family, by a key mixed from their ids.
+#[derive(Default)]
+struct Interner {
+    by_key: HashMap<u64, Vec<u32>>,
+}
+
+impl Interner {
+    fn candidates(&self, key: u64) -> &[u32] {
+        self.by_key.get(&key).map_or(&[], Vec::as_slice)
+    }
+
+    fn add(&mut self, key: u64, c: u32) {
+        self.by_key.entry(key).or_default().push(c);
+    }
 }

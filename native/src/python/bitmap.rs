@@ -25,6 +25,13 @@ type BitmapOutcome<'py> = (
     (usize, usize, bool),
 );
 
+/// What a bitmap's outcome says of its graph: (edge targets stored, edges named, whether the
+/// walk recorded them).
+fn edges_of(graph: &Graph, walked: bool) -> (usize, usize, bool) {
+    let (stored, named) = graph.sizes();
+    (stored, named, walked)
+}
+
 /// The `.bitmap` of a pack just written and verified, from its entries in pack order (start
 /// offsets, where they end, base positions or -1, real types, ids, path-name hashes) and the pack
 /// positions of the commits to give a bitmap; `hash_cache` writes the path-name hashes.
@@ -95,7 +102,7 @@ pub fn pack_bitmap<'py>(
             let graph = walked.into_graph(&oids);
             match write(&graph) {
                 Err(BitmapError::Unrecorded(_)) => {}
-                written => return Ok(((graph.sizes(), true), written)),
+                written => return Ok((edges_of(&graph, true), written)),
             }
         }
         let pool = rayon::ThreadPoolBuilder::new()
@@ -126,10 +133,8 @@ pub fn pack_bitmap<'py>(
         let graph = read_graph(&store, &objects, &pool)?;
         drop(store);
         drop(sorted_ids);
-        Ok(((graph.sizes(), false), write(&graph)))
+        Ok((edges_of(&graph, false), write(&graph)))
     });
-    let outcome =
-        outcome.map(|(((stored, named), walked), written)| ((stored, named, walked), written));
     match outcome {
         Ok((edges, Ok((bytes, stats)))) => Ok((
             Some(PyBytes::new(py, &bytes)),

@@ -128,7 +128,7 @@ impl ObjectWalker {
         };
         let progress = self.progress.clone();
         let algo = job.algo;
-        let (w, numbering) = py
+        let (mut w, numbering) = py
             .detach(|| -> Result<_, PackError> {
                 let loose = std::mem::take(&mut job.loose);
                 let mut db = ObjectDb::open(
@@ -146,7 +146,6 @@ impl ObjectWalker {
                 Ok((walked, numbering))
             })
             .map_err(to_py_err)?;
-        let mut w = w;
         let edges = match job.opts.record_edges {
             true => Some(WalkEdges {
                 graph: Mutex::new(Some(WalkGraph {

@@ -155,6 +155,11 @@ impl Numbering {
         (p, (n - self.first_numbers[p]) as usize)
     }
 
+    /// The packs the numbers run over, in order.
+    pub fn packs(&self) -> &[IndexedPack] {
+        &self.packs
+    }
+
     /// How many numbers there are.
     pub fn objects(&self) -> usize {
         *self.first_numbers.last().unwrap() as usize + self.loose_ids.len()

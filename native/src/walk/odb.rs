@@ -187,13 +187,13 @@ impl BaseCache<Link> for RecentObjects {
 
 /// A repository's objects for one walking thread.
 pub struct ObjectDb {
-    packs: Arc<Vec<IndexedPack>>,
     loose_paths: Arc<Vec<PathBuf>>,
     bufs: Option<Buffers>,
     cache: RecentObjects,
     object_limit: u64,
     /// The most entries of one pack: no chain is longer.
     longest: usize,
+    /// The objects by number; its packs are the ones read.
     numbering: Arc<Numbering>,
     pub stats: ChainStats,
 }
@@ -231,12 +231,10 @@ impl ObjectDb {
             .collect::<Result<Vec<_>>>()?;
         let (loose_ids, loose_paths): (Vec<_>, Vec<_>) = loose.into_iter().unzip();
         let longest = packs.iter().map(|p| p.ids.len()).max().unwrap_or(0);
-        let packs = Arc::new(packs);
-        let numbering = Numbering::new(packs.clone(), loose_ids)?;
+        let numbering = Numbering::new(Arc::new(packs), loose_ids)?;
         Ok(ObjectDb {
             longest,
             numbering: Arc::new(numbering),
-            packs,
             loose_paths: Arc::new(loose_paths),
             bufs: Some(Buffers::default()),
             cache: RecentObjects::new(budget),
@@ -251,7 +249,6 @@ impl ObjectDb {
         ObjectDb {
             longest: self.longest,
             numbering: self.numbering.clone(),
-            packs: self.packs.clone(),
             loose_paths: self.loose_paths.clone(),
             bufs: Some(Buffers::default()),
             cache: RecentObjects::new(self.cache.kept.budget() / share.max(1) as u64),
@@ -262,7 +259,7 @@ impl ObjectDb {
 
     /// How many objects the packs hold.
     pub fn packed_objects(&self) -> usize {
-        self.packs.iter().map(|p| p.ids.len()).sum()
+        self.numbering.packs().iter().map(|p| p.ids.len()).sum()
     }
 
     pub fn find(&self, id: &ObjectId) -> Option<Found> {
@@ -278,7 +275,9 @@ impl ObjectDb {
     /// Where object `n` is.
     pub fn place(&self, n: u32) -> Found {
         match self.numbering.split(n) {
-            (p, at) if p < self.packs.len() => Found::Packed(p as u32, self.packs[p].offsets[at]),
+            (p, at) if p < self.numbering.packs().len() => {
+                Found::Packed(p as u32, self.numbering.packs()[p].offsets[at])
+            }
             (_, at) => Found::Loose(at),
         }
     }
@@ -301,7 +300,12 @@ impl ObjectDb {
 
     fn links(&mut self, start: EntryLink) -> PackLinks<'_> {
         let bufs = self.bufs.take().unwrap_or_default();
-        PackLinks::new(&self.packs, bufs, (self.object_limit, self.longest), start)
+        PackLinks::new(
+            self.numbering.packs(),
+            bufs,
+            (self.object_limit, self.longest),
+            start,
+        )
     }
 
     /// The base of entry `link` and what its delta copies from it, read again (the object
@@ -337,7 +341,7 @@ impl ObjectDb {
             Found::Packed(p, offset) => {
                 // Not self.links(): decode borrows the cache beside the packs.
                 let mut links = PackLinks::new(
-                    &self.packs,
+                    self.numbering.packs(),
                     self.bufs.take().unwrap_or_default(),
                     (self.object_limit, self.longest),
                     (p, offset),
