@@ -18,7 +18,9 @@ WORDS = ["alpha", "beta", "gamma", "delta", "pack", "tree", "blob", "commit", "s
 DIRS = ["src/core", "src/util", "lib/net", "docs"]
 
 
-def build(path: Path, commits: int = 160, seed: int = 5) -> Repo:
+def build(path: Path, commits: int = 160, seed: int = 5, side: int = 0) -> Repo:
+    """`side`: commits on a branch `side`, never merged, one every third commit of the second
+    half (a release or contributor's branch, which HEAD's walk never visits)."""
     rng = random.Random(seed)
     repo = Repo(path)
 
@@ -36,12 +38,16 @@ def build(path: Path, commits: int = 160, seed: int = 5) -> Repo:
         when += 3600
         mark = c + 1
         branch = "topic" if commits // 2 <= c < commits // 2 + 12 else "main"
+        on_side = branch == "main" and c > commits // 2 + 12 and c % 3 == 1 and side > 0
+        if on_side:
+            side -= 1
+            branch = "side"
         stream += [f"commit refs/heads/{branch}\nmark :{mark}\n".encode()]
         stream.append(b"committer Cy Committer <cy@example.com> %d +0000\n" % when)
         # Long, varied messages: the commit region outweighs the trees several times over.
         message = f"change {c}\n\n" + "\n".join(line() for _ in range(rng.randint(8, 16)))
         stream.append(data(message.encode()))
-        if c == commits // 2:
+        if c == commits // 2 or (on_side and "side" not in tips):
             stream.append(f"from :{tips['main']}\n".encode())
         if c == commits // 2 + 12:
             stream.append(f"merge :{tips['topic']}\n".encode())

@@ -18,11 +18,12 @@ from layered import build
 from packorder.orders import families
 from packorder.orders import permutations as order_mod
 from packorder.orders.permutations import BLOB, COMMIT, TREE, OrderInput
+from packorder.orders.registry import ORDERS
 from packorder.repacking import deltas
 from packorder.repacking.repo import enumerate_objects, object_history, open_repository, unreleased_objects
 
 NEW = ["history", "history-each-commit", "history-tags-midway", "trees-first", "recency-dfs", "recency-unreleased"]
-NEW += ["windowed-256"]
+NEW += ["windowed-256", "paths"]
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +33,20 @@ def objs(tmp_path_factory: pytest.TempPathFactory) -> OrderInput:
     opened = open_repository(repo.path)
     table = enumerate_objects(opened)
     choice = deltas.reuse(opened, table, 50)
-    history = object_history(opened, table)
+    history = object_history(opened, table, head=True)
     assert (choice.base >= 0).sum() > 300 and table.tagged.sum() >= 8
     blobs = table.kinds == BLOB
     assert 0 < (history.unreleased & blobs).sum() < blobs.sum()
-    return OrderInput(table.kinds, table.tagged, choice.base, None, history.intro, history.unreleased)
+    return OrderInput(
+        table.kinds,
+        table.tagged,
+        choice.base,
+        None,
+        history.intro,
+        history.unreleased,
+        name_hash=table.name_hash,
+        on_head=history.on_head,
+    )
 
 
 def without_deltas(objs: OrderInput) -> OrderInput:
@@ -44,7 +54,7 @@ def without_deltas(objs: OrderInput) -> OrderInput:
 
 
 def written(name: str, objs: OrderInput) -> np.ndarray:
-    out = families.bases_first(order_mod.ORDERS[name].fn(objs), objs.base)
+    out = families.bases_first(ORDERS[name].fn(objs), objs.base)
     assert sorted(out.tolist()) == list(range(objs.count)), "not a permutation"
     return out
 
@@ -256,24 +266,29 @@ def test_trees_first_puts_each_commit_after_its_trees(objs: OrderInput) -> None:
         assert out[pos[c] - len(trees) : pos[c]].tolist() == trees.tolist()
 
 
-@pytest.mark.parametrize("name", sorted(order_mod.ORDERS))
+@pytest.mark.parametrize("name", sorted(ORDERS))
 def test_each_order_needs_exactly_the_history_it_declares(name: str, objs: OrderInput) -> None:
     """The command line and the library walk history only for what an order declares (a walk
-    in commit order for `intro`, a second walk for `unreleased`): an order must give the same
+    in commit order for `intro`, a second walk for `unreleased`, a commit walk for HEAD's
+    side): an order must give the same
     layout without what it does not declare, and a different one (or refuse) without what it
     does."""
-    spec = order_mod.ORDERS[name]
+    spec = ORDERS[name]
     real = replace(objs, entry_kinds=objs.kinds)
     full = written(name, real).tolist()
     given = replace(
         real,
         intro=real.intro if spec.needs_intro else None,
         unreleased=real.unreleased if spec.needs_unreleased else None,
+        on_head=real.on_head if spec.needs_head else None,
     )
     assert written(name, given).tolist() == full
     if spec.needs_intro:
         with pytest.raises(ValueError, match="introducing commit"):
             spec.fn(replace(given, intro=None))
+    if spec.needs_head:
+        with pytest.raises(ValueError, match="HEAD's"):
+            spec.fn(replace(given, on_head=None))
     if spec.needs_unreleased:
         assert written(name, replace(given, unreleased=None)).tolist() != full
 
@@ -329,5 +344,5 @@ def test_the_depth_first_writer_skips_what_is_written(tmp_path: Path) -> None:
     objs = OrderInput(np.full(6, BLOB, dtype=np.uint8), np.zeros(6, dtype=bool), base)
     w = families.WriteOrder(6)
     w.add(np.array([0, 4]))
-    order_mod._depth_first_families(w, objs, np.arange(6))
+    order_mod.depth_first_families(w, objs, np.arange(6))
     assert w.result().tolist() == [0, 4, 1, 3, 2, 5]

@@ -513,7 +513,7 @@ def test_an_interrupt_while_arguments_are_parsed_is_fatal_interrupted() -> None:
 
 def test_every_order_of_the_catalog_has_its_function() -> None:
     from packorder.orders.catalog import CATALOG
-    from packorder.orders.permutations import ORDERS
+    from packorder.orders.registry import ORDERS
 
     assert sorted(ORDERS) == sorted(CATALOG) and all(callable(spec.fn) for spec in ORDERS.values())
 
@@ -562,7 +562,7 @@ def test_history_orders_walk_once_and_write_the_pack_of_separate_walks(
     """The library, like the command line, walks once (in commit order when the order needs
     introducing commits) plus, when the order needs it, the walk of unreleased history; a
     snapshot without those walks makes repack walk history separately: same pack."""
-    from packorder.orders.permutations import ORDERS
+    from packorder.orders.registry import ORDERS
     from packorder.repacking import snapshot
 
     # The walks counted are Git's (tests/test_native_walk.py holds packorder's to them).

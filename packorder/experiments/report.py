@@ -96,7 +96,7 @@ def agreement(result: ExperimentResult) -> list[str]:
 
 
 def candidates(result: ExperimentResult) -> list[str]:
-    from packorder.orders.permutations import ORDERS
+    from packorder.orders.registry import ORDERS
 
     orders = list(dict.fromkeys(s.order for s in result.simulated))
     lines = ["| order | " + " | ".join(_workload_title(w) for w in result.workloads) + " | what it writes |"]

@@ -17,14 +17,16 @@ DEFAULT_ORDER = "recency"
 @dataclass(frozen=True)
 class OrderInfo:
     # What the order needs from history besides the walk: the commit introducing each object
-    # (`intro`, a walk in commit order) and which objects are unreleased (a second walk).
+    # (`intro`, a walk in commit order), which objects are unreleased (a second walk) and
+    # which are HEAD's (a commit walk).
     needs_intro: bool
     needs_unreleased: bool
     summary: str
+    needs_head: bool = False  # which commits HEAD reaches, and the trees they introduce (head_side.py)
 
     @property
     def needs_history(self) -> bool:
-        return self.needs_intro or self.needs_unreleased
+        return self.needs_intro or self.needs_unreleased or self.needs_head
 
 
 CATALOG: dict[str, OrderInfo] = {
@@ -45,6 +47,12 @@ CATALOG: dict[str, OrderInfo] = {
     "recency-dfs": OrderInfo(False, False, "recency, blob families depth first"),
     "recency-unreleased": OrderInfo(
         False, True, "recency, blob families depth first, HEAD's unreleased families first"
+    ),
+    "paths": OrderInfo(
+        False,
+        True,
+        "HEAD's commits before other branches', recent trees, then trees grouped by path; blobs as history",
+        needs_head=True,
     ),
 }
 

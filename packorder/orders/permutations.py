@@ -18,12 +18,10 @@ backwards). That is what Git's write_one() does, and the only change made to an 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
-from packorder.orders.catalog import CATALOG, OrderInfo
 from packorder.orders.families import WriteOrder, children_lists, delta_roots, depth_first_positions
 
 COMMIT, TREE, BLOB, TAG = 1, 2, 3, 4
@@ -39,6 +37,8 @@ class OrderInput:
     intro: np.ndarray | None = None
     unreleased: np.ndarray | None = None  # bool: reachable from HEAD but from no tag
     sizes: np.ndarray | None = None  # int64: each object's entry bytes in its source (an estimate)
+    name_hash: np.ndarray | None = None  # uint32: Git's name hash of the path each object was found at
+    on_head: np.ndarray | None = None  # bool: a commit of HEAD's or a tree one introduces (head_side.py)
 
     @property
     def count(self) -> int:
@@ -70,14 +70,27 @@ def _tag_tips_commits_trees(w: WriteOrder, kinds: np.ndarray, tagged: np.ndarray
     """The first phases of Git's write order: objects in discovery order up to the first tag
     tip, all the tag tips together, the remaining commits and tags, then all trees. Returns
     the objects from the first tag tip on (what later phases choose from)."""
+    rest = tag_tips_and_commits(w, kinds, tagged)
+    w.add(rest[kinds[rest] == TREE])
+    return rest
+
+
+def tag_tips_and_commits(
+    w: WriteOrder, kinds: np.ndarray, tagged: np.ndarray, first: np.ndarray | None = None
+) -> np.ndarray:
+    """Git's write order up to its tree region: objects in discovery order up to the first
+    tag tip, all the tag tips together, the remaining commits and tags (those `first` marks
+    before the others). Returns the objects from the first tag tip on."""
     n = len(kinds)
     tagged_at = np.flatnonzero(tagged)
     last_untagged = int(tagged_at[0]) if len(tagged_at) else n
     w.add(np.arange(last_untagged))
     w.add(tagged_at)
     rest = np.arange(last_untagged, n)
-    w.add(rest[(kinds[rest] == COMMIT) | (kinds[rest] == TAG)])
-    w.add(rest[kinds[rest] == TREE])
+    commits = rest[(kinds[rest] == COMMIT) | (kinds[rest] == TAG)]
+    if first is not None:
+        commits = commits[np.argsort(~first[commits], kind="stable")]
+    w.add(commits)
     return rest
 
 
@@ -205,7 +218,7 @@ def interleaved_recent_families(objs: OrderInput) -> np.ndarray:
     return w.result()
 
 
-def _depth_first_families(w: WriteOrder, objs: OrderInput, rest: np.ndarray) -> None:
+def depth_first_families(w: WriteOrder, objs: OrderInput, rest: np.ndarray) -> None:
     """Like `_families` (families in the order of their first member not yet written), but each
     family written depth first: a delta's own deltas right after it. `git index-pack` resolves
     a family in that order (children in pack order, each child's subtree before the next), so
@@ -294,7 +307,7 @@ def history(objs: OrderInput) -> np.ndarray:
     reads its blob families from one stretch at the start of the blob region (in discovery
     order they lie among the families of every file at HEAD)."""
     w = _history_phases(objs)
-    _history_families(w, objs)
+    history_families(w, objs)
     return w.result()
 
 
@@ -302,7 +315,7 @@ def history_each_commit(objs: OrderInput) -> np.ndarray:
     """`history` with each commit immediately followed by the trees it introduces (history
     until stop 11): the same seeks under 2 MiB, but `git log` reads twice the bytes cold."""
     w = _history_phases(objs, window=0)
-    _history_families(w, objs)
+    history_families(w, objs)
     return w.result()
 
 
@@ -311,7 +324,7 @@ def history_tags_midway(objs: OrderInput) -> np.ndarray:
     first tag tip: `git log` then finds a tagged commit within reach from both halves of
     history, but a fetch's walk from the tags starts far from the recent commits."""
     w = _history_phases(objs, tags_midway=True)
-    _history_families(w, objs)
+    history_families(w, objs)
     return w.result()
 
 
@@ -328,7 +341,7 @@ def recency_depth_first(objs: OrderInput) -> np.ndarray:
     """Recency with each blob family written depth first instead of by sibling groups: the
     same regions, with index-pack reading every family in pack order."""
     w, rest = _recency_regions(objs)
-    _depth_first_families(w, objs, rest)
+    depth_first_families(w, objs, rest)
     return w.result()
 
 
@@ -339,7 +352,7 @@ def recency_unreleased(objs: OrderInput) -> np.ndarray:
     (docs/locality.md, "Cold-cache wall times"); its seeks for `git log -- PATH` and blame
     are recency's."""
     w, _ = _recency_regions(objs)
-    _history_families(w, objs)
+    history_families(w, objs)
     return w.result()
 
 
@@ -367,14 +380,14 @@ def trees_first(objs: OrderInput) -> np.ndarray:
     w.add(trees_then_commits(commits[commits >= split]))
     w.add(np.flatnonzero(kinds == TAG))
     w.add(np.flatnonzero(kinds == TREE))
-    _history_families(w, objs)
+    history_families(w, objs)
     return w.result()
 
 
-def _history_families(w: WriteOrder, objs: OrderInput) -> None:
+def history_families(w: WriteOrder, objs: OrderInput) -> None:
     """The blob region of `history` and its variants: families depth first, those holding an
     unreleased blob first."""
-    _depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(objs.count)))
+    depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(objs.count)))
 
 
 def _unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray:
@@ -391,32 +404,3 @@ def _unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray
 def windowed_wide(objs: OrderInput) -> np.ndarray:
     """`windowed` with groups of 256 commits: does the grain of the interleaving matter?"""
     return windowed(objs, 256)
-
-
-OrderFn = Callable[[OrderInput], np.ndarray]
-
-
-@dataclass(frozen=True)
-class OrderSpec(OrderInfo):
-    """An order of the catalog (orders/catalog.py) with its function."""
-
-    fn: OrderFn | None = None
-
-
-_FUNCTIONS: dict[str, OrderFn] = {
-    "recency": recency,
-    "git": git,
-    "rev-list": rev_list,
-    "type": by_type,
-    "interleaved": interleaved,
-    "windowed": windowed,
-    "interleaved-recent": interleaved_recent_families,
-    "windowed-256": windowed_wide,
-    "history": history,
-    "history-each-commit": history_each_commit,
-    "history-tags-midway": history_tags_midway,
-    "trees-first": trees_first,
-    "recency-dfs": recency_depth_first,
-    "recency-unreleased": recency_unreleased,
-}
-ORDERS: dict[str, OrderSpec] = {name: OrderSpec(fn=_FUNCTIONS[name], **asdict(info)) for name, info in CATALOG.items()}

@@ -22,7 +22,7 @@ import numpy as np
 
 from packorder.errors import UsageError
 from packorder.faults import crash_point
-from packorder.orders.permutations import ORDERS
+from packorder.orders.registry import ORDERS
 from packorder.progress import ProgressCallback
 from packorder.repacking import cruft as cruft_mod
 from packorder.repacking import install as install_mod
@@ -224,14 +224,19 @@ def repack(
             retained_cruft_packs=[p.path for p in retained],
             settings=opts.describe(),
         )
-        # Objects placed by where they sit in history: one pair of walks for the whole table
+        # Objects placed by where they sit in history: one set of walks for the whole table
         # (started with the snapshot when the caller knew the order), cut per pack below.
         t = time.perf_counter()
         history = None
         spec = ORDERS[opts.order]
         if spec.needs_history:
             history = object_history(
-                repo, table, start.take_history_walks(), intro=spec.needs_intro, unreleased=spec.needs_unreleased
+                repo,
+                table,
+                start.take_history_walks(),
+                intro=spec.needs_intro,
+                unreleased=spec.needs_unreleased,
+                head=spec.needs_head,
             )
         seconds["order"] = time.perf_counter() - t
         bitmap_heads = groups_mod.bitmap_heads(repo, table, groups) if opts.write_bitmap and in_place else None

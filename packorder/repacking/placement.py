@@ -10,6 +10,7 @@ import numpy as np
 
 from packorder.orders import permutations as order_mod
 from packorder.orders.families import bases_first
+from packorder.orders.registry import ORDERS
 from packorder.repacking import deltas as deltas_mod
 from packorder.repacking.options import RepackRequest, read_options
 from packorder.repacking.repo import (
@@ -53,12 +54,14 @@ def write_order(
     # their real type.
     delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
     entry_kinds = np.where(choice.reused, delta_kind, table.kinds).astype(np.uint8)
-    spec = order_mod.ORDERS[order]
-    objs = order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds)
+    spec = ORDERS[order]
+    objs = order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds, name_hash=table.name_hash)
     if spec.needs_history:
         if history is None:
-            history = object_history(repo, table, intro=spec.needs_intro, unreleased=spec.needs_unreleased)
-        objs.intro, objs.unreleased = history.intro, history.unreleased
+            history = object_history(
+                repo, table, intro=spec.needs_intro, unreleased=spec.needs_unreleased, head=spec.needs_head
+            )
+        objs.intro, objs.unreleased, objs.on_head = history.intro, history.unreleased, history.on_head
         objs.sizes = entry_sizes(repo, table) if sizes is None else sizes
     return bases_first(spec.fn(objs), choice.base)
 

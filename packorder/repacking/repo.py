@@ -20,6 +20,7 @@ from packorder.format import layout as layout_mod
 from packorder.format import mtimes as mtimes_format
 from packorder.format.object_format import ObjectFormat
 from packorder.format.pack import OBJ_COMMIT
+from packorder.repacking import head_side as head_side_mod
 from packorder.repacking import snapshot as snapshot_mod
 from packorder.store.object_ids import id_order, keys, lookup, sort_keys
 from packorder.store.promisor import check_promised
@@ -362,31 +363,47 @@ class ObjectHistory:
 
     intro: np.ndarray  # int64: table index of the commit that introduces it (introducing_commits), or -1
     unreleased: np.ndarray  # bool: reachable from HEAD but from no tag (unreleased_objects)
+    on_head: np.ndarray  # bool: a commit of HEAD's, or a tree one introduces (head_side.py)
 
     def subset(self, rows: np.ndarray) -> ObjectHistory:
         """The same for the table cut to `rows` (indexes renumbered; commits outside: -1)."""
         at = np.full(len(self.intro), -1, dtype=np.int64)
         at[rows] = np.arange(len(rows))
         intro = self.intro[rows]
-        return ObjectHistory(np.where(intro >= 0, at[np.maximum(intro, 0)], -1), self.unreleased[rows])
+        return ObjectHistory(
+            np.where(intro >= 0, at[np.maximum(intro, 0)], -1), self.unreleased[rows], self.on_head[rows]
+        )
+
+
+# The snapshot's walks for object_history: in commit order, of unreleased history, of HEAD.
+HistoryWalks = tuple[snapshot_mod.ObjectWalk | None, snapshot_mod.ObjectWalk | None, head_side_mod.HeadWalk | None]
 
 
 def object_history(
     repo: Repository,
     table: ObjectTable,
-    walks: tuple[snapshot_mod.ObjectWalk | None, snapshot_mod.ObjectWalk | None] = (None, None),
+    walks: HistoryWalks = (None, None, None),
     intro: bool = True,
     unreleased: bool = True,
+    head: bool = False,
 ) -> ObjectHistory:
-    """introducing_commits and unreleased_objects of `table`, from `walks` (the snapshot's,
-    started early) or from walks started now; what is not asked for is not walked (no
-    introducing commit, nothing unreleased)."""
-    for walk, wanted in zip(walks, (intro, unreleased), strict=True):
+    """introducing_commits, unreleased_objects and head_side of `table`, from `walks` (the
+    snapshot's, started early) or from walks started now; what is not asked for is not
+    walked (no introducing commit, nothing unreleased, nothing on HEAD)."""
+    for walk, wanted in zip(walks, (intro, unreleased, head), strict=True):
         if walk is not None and not wanted:
             walk.stop()
+    on_head = np.zeros(table.count, dtype=bool)
+    if head:
+        head_walk = walks[2] or head_side_mod.HeadWalk(repo.git_dir, repo.fmt)
+        try:
+            on_head = head_side_mod.head_side(table.oids, table.kinds, table.name_hash, head_walk)
+        finally:
+            head_walk.stop()
     return ObjectHistory(
         introducing_commits(repo, table, walks[0]) if intro else np.full(table.count, -1, dtype=np.int64),
         unreleased_objects(repo, table, walks[1]) if unreleased else np.zeros(table.count, dtype=bool),
+        on_head,
     )
 
 

@@ -122,6 +122,53 @@ class ObjectWalk:
         self.proc.wait()
 
 
+class HeadWalk:
+    """`git rev-list HEAD` with each commit's root tree, run beside the walk, for the `paths`
+    order (head_side.py). An unborn HEAD holds nothing."""
+
+    def __init__(self, git_dir: Path, fmt: ObjectFormat) -> None:
+        self.fmt = fmt
+        self.proc = subprocess.Popen(
+            [
+                gitcmd.GIT,
+                "--git-dir",
+                str(git_dir),
+                "rev-list",
+                "--no-commit-header",
+                "--format=%H %T",
+                "--ignore-missing",
+                "HEAD",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=gitcmd.git_env(),
+        )
+
+    def result(self) -> tuple[bytes, bytes]:
+        """HEAD's commits and their root trees, ids one after another."""
+        out, err = self.proc.communicate()
+        if self.proc.returncode != 0:
+            line = err.decode(errors="replace").strip().splitlines()
+            raise RepositoryError(f"cannot walk HEAD's commits: {line[-1] if line else 'git rev-list failed'}")
+        width = 2 * self.fmt.rawsz
+        text = out.decode("ascii", errors="replace").split()
+        if len(text) % 2 or any(len(t) != width for t in text):
+            raise RepositoryError("cannot walk HEAD's commits: unexpected output from git rev-list")
+        try:
+            commits, trees = bytes.fromhex("".join(text[0::2])), bytes.fromhex("".join(text[1::2]))
+        except ValueError:
+            raise RepositoryError("cannot walk HEAD's commits: unexpected output from git rev-list") from None
+        return commits, trees
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
 class TagTips:
     """`git show-ref --tags -d`, run beside the walk: each tag ref's target and what it peels to."""
 
@@ -164,6 +211,7 @@ class Snapshot:
         # history, run beside it on the other core.
         self.intro_walk: ObjectWalk | native_walk.NativeWalk | None = None
         self.unreleased_walk: ObjectWalk | None = None
+        self.head_walk: HeadWalk | None = None  # HEAD's commits, for the `paths` order
         self.order = DEFAULT_ORDER  # the order whose walks were started
         self.warnings: list[str] = []  # what taking it warned about (a lock taken over, leftovers)
 
@@ -174,7 +222,7 @@ class Snapshot:
         self.close()
 
     def close(self) -> None:
-        for run in (self.walk, self.tags, self.intro_walk, self.unreleased_walk):
+        for run in (self.walk, self.tags, self.intro_walk, self.unreleased_walk, self.head_walk):
             if run is not None:
                 run.stop()
         if self.lock is not None:
@@ -185,11 +233,11 @@ class Snapshot:
     def objects_dir(self) -> Path:
         return self.git_dir / "objects"
 
-    def take_history_walks(self) -> tuple[ObjectWalk | None, ObjectWalk | None]:
-        """The `--in-commit-order` walk and the walk of unreleased history, if they were
-        started, handed over once."""
-        walks = (self.intro_walk, self.unreleased_walk)
-        self.intro_walk = self.unreleased_walk = None
+    def take_history_walks(self) -> tuple[ObjectWalk | None, ObjectWalk | None, HeadWalk | None]:
+        """The `--in-commit-order` walk, the walk of unreleased history and the walk of HEAD's
+        commits, if they were started, handed over once."""
+        walks = (self.intro_walk, self.unreleased_walk, self.head_walk)
+        self.intro_walk = self.unreleased_walk = self.head_walk = None
         return walks
 
     def take_walk(self) -> tuple[ObjectWalk, TagTips]:
@@ -298,6 +346,8 @@ def take(
             snap.intro_walk = snap.walk
         if needs.needs_unreleased:
             snap.unreleased_walk = ObjectWalk(snap.git_dir, snap.fmt, missing_ok=promisor, revs=UNRELEASED)
+        if needs.needs_head:
+            snap.head_walk = HeadWalk(snap.git_dir, snap.fmt)
     except BaseException:
         snap.close()
         raise

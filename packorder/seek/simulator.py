@@ -91,7 +91,7 @@ def plan(
     """Enumerate the repository once and plan the pack each order would write. With
     `stored`, the objects are taken in the order the packs store them instead of walked
     (repacking/stored_order.py: milliseconds instead of seconds, for fleet triage)."""
-    from packorder.orders.permutations import ORDERS
+    from packorder.orders.registry import ORDERS
     from packorder.repacking.placement import plan_layout
     from packorder.repacking.repo import LOOSE, Repository, enumerate_objects, object_history, open_repository
     from packorder.repacking.stored_order import stored_table
@@ -115,7 +115,12 @@ def plan(
     # The orders placing objects by where they sit in history share one pair of walks.
     specs = [ORDERS[o] for o in orders if o in ORDERS]
     intro, unreleased = any(s.needs_intro for s in specs), any(s.needs_unreleased for s in specs)
-    history = object_history(repository, table, intro=intro, unreleased=unreleased) if intro or unreleased else None
+    head = any(s.needs_head for s in specs)
+    history = (
+        object_history(repository, table, intro=intro, unreleased=unreleased, head=head)
+        if intro or unreleased or head
+        else None
+    )
     out = []
     for done, order in enumerate(orders):
         start = time.perf_counter()

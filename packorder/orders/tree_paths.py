@@ -1,0 +1,62 @@
+"""The `paths` order (issue 19): what a cold `git log`, `git log -- PATH` and `git blame` read,
+gathered, on a disk that pays per read.
+
+Every earlier order writes trees in discovery order, which mixes the trees of every path at
+each commit: a cold `git log -- PATH` reads nearly every page of the tree region, though it
+wants only the trees along PATH (the root trees, `src/`, `src/lib/`...). And recency writes
+the commits of every branch by date, while those three commands walk HEAD's alone. So:
+
+1. tag tips together, where recency writes them;
+2. the commits HEAD reaches, in walk order, then the other branches' commits;
+3. the recent trees: discovery order up to the last tree HEAD has and no tag has (a fetch of
+   what is newer than the last release reads them, as it reads them in recency's tree region);
+4. the other trees grouped by path (paths in the order first seen), HEAD's before the
+   others' in each path, each path's by delta family, depth first;
+5. history's blob region (families depth first, those holding unreleased blobs first).
+
+A tree's path is known by its name hash (Git's pack_name_hash of the path, 0 for root trees),
+which is all the walk keeps: two paths sharing their last 16 characters share a group.
+Modelled and measured in docs/locality.md, "Trees by path".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from packorder.orders.families import WriteOrder, delta_roots, depth_first_positions
+from packorder.orders.permutations import TREE, OrderInput, history_families, tag_tips_and_commits
+
+
+def first_seen_rank(keys: np.ndarray) -> np.ndarray:
+    """For each element, the rank of its key among the distinct keys, by first appearance."""
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rank_of_key = np.empty(len(first), dtype=np.int64)
+    rank_of_key[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank_of_key[inverse]
+
+
+def paths(objs: OrderInput) -> np.ndarray:
+    """See the module's doc."""
+    if objs.name_hash is None or objs.on_head is None:
+        raise ValueError("the paths order needs each object's name hash and which objects are HEAD's")
+    w = WriteOrder(objs.count)
+    rest = tag_tips_and_commits(w, objs.kinds, objs.tagged, first=objs.on_head)
+    trees = rest[objs.kinds[rest] == TREE]
+    trees = trees[~w.filled[trees]]
+    recent = np.flatnonzero(objs.unreleased[trees]) if objs.unreleased is not None else trees[:0]
+    cut = int(recent[-1]) + 1 if len(recent) else 0
+    w.add(trees[:cut])
+    w.add(trees_by_path(objs, trees[cut:]))
+    history_families(w, objs)
+    return w.result()
+
+
+def trees_by_path(objs: OrderInput, trees: np.ndarray) -> np.ndarray:
+    """`trees` (in discovery order) grouped by name hash, groups in the order first seen;
+    in each group HEAD's trees first, then by delta family (families in the order first
+    seen), each family depth first."""
+    assert objs.name_hash is not None and objs.on_head is not None
+    group = first_seen_rank(objs.name_hash[trees])
+    family = first_seen_rank(delta_roots(objs.base)[trees])
+    within = depth_first_positions(objs.base)[trees]
+    return trees[np.lexsort((within, family, ~objs.on_head[trees], group))]
