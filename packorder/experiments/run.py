@@ -4,8 +4,8 @@ the same deltas, run every workload on each copy, and report (docs/design.md, se
 Only the order differs between copies: each copy is repacked with its stored deltas reused and
 no delta search (`window=0`), verified by CRC, without a bitmap unless a workload serves
 with one (fetch-bitmap, clone): then every copy gets packorder's, whose commits are chosen
-from history alone, the same in every order. Every workload runs with the
-same PATH on every copy (chosen once, on the original). Wall times are medians of `runs`
+from history alone, the same in every order. Every workload runs with the same PATH (and
+tags) on every copy, chosen once, on the original. Wall times are medians of `runs`
 untraced runs, cold (the copy's packs dropped from the page cache) then warm, with the orders
 taken in turn within each run. The traces of the first order are also re-laid by the
 simulator on the pack every order would write, and the simulated shares are set beside the
