@@ -8,8 +8,9 @@
                                 [--readahead 128k]
 
 Prints, per workload, each order's reads and their ratio to the first order's, beside its
-share of seeks under 2 MiB (raw / expanded). index-pack reads with pread, not a mapping, and
-is left out.
+share of seeks under 2 MiB (raw / expanded). Any Git-traced workload of seekstats (NAME or
+NAME:PATH; log-patch, diff-tags, fetch-bitmap, clone, archive, grep too) but custom;
+index-pack reads with pread, not a mapping, and is left out.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 from packorder.cli.base import parse_size
 from packorder.seek.analyze import entry_ranges
 from packorder.seek.api import measure
+from packorder.seek.catalog import CATALOG
 from packorder.seek.coldreads import disk_reads
 from packorder.seek.expand import expand
 from packorder.seek.simulator import plan, relay, simulate_views
@@ -36,8 +38,9 @@ def main() -> int:
     readahead = parse_size(args.readahead) or 0
     planned = plan(args.repo, orders)
     for workload in [w for w in args.workloads.split(",") if w]:
-        if workload == "index-pack":
-            sys.exit("index-pack reads with pread, not a mapping: the read-around model does not apply")
+        info = CATALOG.get(workload.partition(":")[0])
+        if info is not None and not info.traced_by_git:
+            sys.exit(f"{workload} reads with pread, not a mapping: the read-around model does not apply")
         measured = measure(args.repo, workload)
         cells, first = [], None
         for pack in planned:

@@ -10,13 +10,15 @@ from typing import Any
 
 import click
 
+from packorder.seek.catalog import DEFAULT_EXPERIMENT, usage
+
 
 @click.command("experiment", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("repo", required=False, type=click.Path(path_type=Path))
 @click.option("--orders", multiple=True, metavar="ORDER[,ORDER...]",
               help="Orders to compare, 'as-is' for the repository's own packs (default: recency,history).")  # fmt: skip
 @click.option("-w", "--workloads", multiple=True, metavar="NAME[:PATH][,...]",
-              help="log, log-path[:PATH], blame[:PATH], pack-recent, index-pack (default: all five).")  # fmt: skip
+              help=f"{usage(experiment=True)} (default: {','.join(DEFAULT_EXPERIMENT)}).")  # fmt: skip
 @click.option("-o", "output_dir", default="packorder-experiment", show_default=True,
               type=click.Path(path_type=Path), help="Where report.md, plots and JSON go.")  # fmt: skip
 @click.option("--runs", default=3, show_default=True, type=click.IntRange(min=0),

@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-TAKES_PATH = ("log-path", "blame")  # as workloads.TAKES_PATH, without importing the analyzer
+from packorder.seek.catalog import TAKES_PATH, usage
+
 GIT_ARGS = "packorder.seek.git_args"
 
 
@@ -68,9 +69,10 @@ class SeekCommand(click.Command):
     default="log",
     show_default=True,
     metavar="NAME [PATH]",
-    help="log, log-path [PATH], blame [PATH], pack-recent, index-pack, or custom -- GIT ARGS.",
+    help=f"{usage()}.",
 )
-@click.option("--path", "path", metavar="PATH", help="The PATH of log-path or blame (default: chosen from history).")
+@click.option("--path", "path", metavar="PATH",
+              help=f"The PATH of {', '.join(TAKES_PATH)} (default: chosen from history).")  # fmt: skip
 @click.option("--compare", "compare", multiple=True, type=click.Path(path_type=Path), metavar="REPO2",
               help="Run the same workload on REPO2 too and show it side by side (repeatable).")  # fmt: skip
 @click.option("--git", "git", default="git", show_default=True, help="The git binary the workload runs with.")
@@ -137,11 +139,7 @@ def _run(
     git_dirs = [find_git_dir(r) for r in repos]
     spec, choice = workloads.resolve(spec, git_dirs[0])
     if choice is not None and not quiet:
-        click.echo(
-            f"seekstats: {spec.name}: chose {choice.path} "
-            f"(changed by {choice.commits} of the last {choice.scanned} commits)",
-            err=True,
-        )
+        click.echo(f"seekstats: {spec.name}: {choice.note}", err=True)
     labels = [api.label_of(d) for d in git_dirs]
     if len(set(labels)) < len(labels):
         labels = [str(d) for d in git_dirs]

@@ -2,8 +2,10 @@
 the same deltas, run every workload on each copy, and report (docs/design.md, section 1).
 
 Only the order differs between copies: each copy is repacked with its stored deltas reused and
-no delta search (`window=0`), verified by CRC, without a bitmap. Every workload runs with the
-same PATH on every copy (chosen once, on the original). Wall times are medians of `runs`
+no delta search (`window=0`), verified by CRC, without a bitmap unless a workload serves
+with one (fetch-bitmap, clone): then every copy gets packorder's, whose commits are chosen
+from history alone, the same in every order. Every workload runs with the same PATH (and
+tags) on every copy, chosen once, on the original. Wall times are medians of `runs`
 untraced runs, cold (the copy's packs dropped from the page cache) then warm, with the orders
 taken in turn within each run. The traces of the first order are also re-laid by the
 simulator on the pack every order would write, and the simulated shares are set beside the
@@ -31,6 +33,7 @@ from packorder.names import names
 from packorder.orders.catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import throttle
+from packorder.seek.catalog import DEFAULT_EXPERIMENT, USES_BITMAP
 from packorder.store.listing import list_packs
 
 if TYPE_CHECKING:
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 
 AS_IS = "as-is"  # a copy left as it is: the repository's own packs
 DEFAULT_ORDERS = ("recency", "history")
-DEFAULT_WORKLOADS = ("log", "log-path", "blame", "pack-recent", "index-pack")
+DEFAULT_WORKLOADS = DEFAULT_EXPERIMENT
 
 Note = Callable[[str], None]
 
@@ -77,7 +80,7 @@ def copy_git_dir(source: Path, target: Path) -> None:
         info.write_text("\n".join(lines) + "\n")
 
 
-def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | None) -> OrderRun:
+def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | None, bitmap: bool) -> OrderRun:
     from packorder.repacking.pipeline import repack
 
     target = work / f"{order}.git"
@@ -96,7 +99,7 @@ def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | 
         size = sum(layout.pack_path.stat().st_size for layout in layouts)
         deltas = sum(int(layout.is_delta.sum()) for layout in layouts)
         return OrderRun(order, target, size, len(layouts), sum(x.count for x in layouts), deltas, 0.0)
-    result = repack(target, order=order, window=0, verify="crc", write_bitmap=False, progress=progress)
+    result = repack(target, order=order, window=0, verify="crc", write_bitmap=bitmap, progress=progress)
     return OrderRun(
         order,
         target,
@@ -186,12 +189,16 @@ def _simulate(
 
 
 def _warnings(order_runs: list[OrderRun], specs: list, runs: int, threshold: int) -> list[str]:
-    """What the report's figures cannot show: a pack too small for the threshold, a ratio
-    that rests on a single short run."""
+    """What the report's figures cannot show: a pack too small for the threshold, a copy
+    without the bitmap a workload serves with (as-is), a ratio that rests on a single short
+    run."""
     from packorder.seek import caveats
 
     largest = [p.stat().st_size for run in order_runs for result in run.results for p in result.packs]
     found = [caveats.small_pack(max(largest), threshold)] if largest else []
+    for run in order_runs:
+        has_bitmap = any((run.git_dir / "objects" / "pack").glob("*.bitmap"))
+        found += [caveats.no_bitmap(f"{run.order}: {s.name}", has_bitmap) for s in specs if s.name in USES_BITMAP]
     if runs == 1:
         for spec in specs:
             fastest = min(t for run in order_runs for t in run.cold[spec.name] + run.warm[spec.name])
@@ -257,7 +264,7 @@ def experiment(
     for wanted_spec in wanted:
         spec, choice = workloads_mod.resolve(wanted_spec, source)
         if choice is not None:
-            say(f"{spec.name}: chose {choice.path} (changed by {choice.commits} of the last {choice.scanned} commits)")
+            say(f"{spec.name}: {choice.note}")
         specs.append(spec)
     if cold_iops is not None:
         throttle.check(Path(work_dir) if work_dir is not None else Path(tempfile.gettempdir()), cold_iops)
@@ -280,7 +287,7 @@ def experiment(
         order_runs = []
         measurements: dict[str, dict] = {}
         for order in orders:
-            run = _prepare(order, source, work, progress)
+            run = _prepare(order, source, work, progress, bitmap=any(s.name in USES_BITMAP for s in specs))
             say(f"{order}: {run.pack_bytes:,} bytes in {run.packs} pack(s)")
             measurements[order] = {}
             for spec in specs:

@@ -15,6 +15,7 @@ from packorder.format.layout import PackLayout
 from packorder.gitcmd import find_git_dir, git_env, read_config
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze, caveats, runner, workloads
+from packorder.seek.catalog import USES_BITMAP
 from packorder.seek.expand import expand
 from packorder.seek.ipmodel import git_threads
 from packorder.seek.result import EXPANDED, RAW, VIEWS, SeekResult
@@ -76,9 +77,10 @@ def seekstats(
     """Run `workload` on the repository at `repo` (default: the current one) and measure the
     seek distances of its pack accesses.
 
-    `workload` is one of log, log-path, blame, pack-recent, index-pack, custom (with `git_args`),
-    'log-path:PATH' or 'blame:PATH' (as `experiment` takes them), or a `WorkloadSpec`; log-path
-    and blame take `path` and choose the most often changed one when it is None. `views`
+    `workload` is a name of `catalog.NAMES` (custom with `git_args`), 'NAME:PATH' for those
+    that take a PATH (as `experiment` takes them), or a `WorkloadSpec`; log-path, log-patch and
+    blame take `path` and choose the most often changed one when it is None, diff-tags the two
+    newest tags. `views`
     selects raw and/or expanded statistics (index-pack's trace has every read already: raw
     only). `cache_limit` is the delta base cache the expanded view models
     (default: the repository's core.deltaBaseCacheLimit). With `cold`, the workload also runs
@@ -100,8 +102,12 @@ def seekstats(
     ).result
 
 
-def _warnings(packs: Sequence[Path], threshold: int, cold: float | None, warm: float | None) -> list[str]:
+def _warnings(
+    spec: WorkloadSpec, git_dir: Path, packs: Sequence[Path], threshold: int, cold: float | None, warm: float | None
+) -> list[str]:
     found = [caveats.small_pack(max(p.stat().st_size for p in packs), threshold)] if packs else []
+    if spec.name in USES_BITMAP:
+        found.append(caveats.no_bitmap(spec.name, any((git_dir / "objects" / "pack").glob("*.bitmap"))))
     for run, seconds in (("cold", cold), ("warm", warm)):
         if seconds is not None:
             found.append(caveats.single_short_run(f"the {run} run", [seconds]))
@@ -173,6 +179,6 @@ def measure(
         cold_seconds=cold_seconds,
         warm_seconds=warm_seconds,
     )
-    result.warnings = _warnings(trace.packs, threshold, cold_seconds, warm_seconds)
+    result.warnings = _warnings(spec, git_dir, trace.packs, threshold, cold_seconds, warm_seconds)
     threads = config.get_int("pack.threads", 0) or git_threads()
     return Measurement(result, trace, layouts, threads)

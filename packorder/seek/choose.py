@@ -1,6 +1,7 @@
-"""Choosing a path for `log-path` and `blame` when none is given: the repository's most often
-changed directory or file in recent history (a bounded scan, fast on any repository), among
-those that exist at HEAD."""
+"""Choosing what a workload reads when it is not given: for `log-path`, `log-patch` and
+`blame`, the repository's most often changed directory or file in recent history (a bounded
+scan, fast on any repository), among those that exist at HEAD; for `diff-tags`, the two
+newest tags."""
 
 from __future__ import annotations
 
@@ -21,6 +22,20 @@ class Choice:
     path: str
     commits: int  # commits among the scanned ones that changed it
     scanned: int  # commits scanned
+
+    @property
+    def note(self) -> str:
+        return f"chose {self.path} (changed by {self.commits} of the last {self.scanned} commits)"
+
+
+@dataclass(frozen=True)
+class TagChoice:
+    tags: tuple[str, str]  # full ref names, the older first
+
+    @property
+    def note(self) -> str:
+        older, newer = (t.removeprefix("refs/tags/") for t in self.tags)
+        return f"chose {older} and {newer} (the two newest tags by creator date)"
 
 
 def changes(git_dir: Path, commits: int = SCAN_COMMITS) -> list[list[str]]:
@@ -73,3 +88,24 @@ def most_changed(git_dir: Path, directory: bool, commits: int = SCAN_COMMITS) ->
                 return Choice(path, count, len(history))
     what = "directory" if directory else "file"
     raise RepositoryError(f"no {what} changed in the last {len(history)} commits exists at HEAD; give a PATH")
+
+
+def newest_tags(git_dir: Path) -> TagChoice:
+    """The two tags with the newest creator dates (a tag's tagger date, or its commit's
+    committer date for a lightweight tag; ties in ref name order) among those naming a commit
+    directly or through one tag object, the second naming another commit than the first."""
+    fields = "%(creatordate:unix)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)%00%(refname)"
+    proc = run(["for-each-ref", f"--format={fields}", "refs/tags"], git_dir=git_dir)
+    found = []
+    for line in proc.stdout.decode(errors="surrogateescape").splitlines():
+        date, kind, name, peeled_kind, peeled, ref = line.split("\0")
+        commit = name if kind == "commit" else peeled if peeled_kind == "commit" else None
+        if commit is not None:
+            found.append((-int(date or 0), ref, commit))
+    found.sort()
+    newest = found[:1]
+    newest += [tag for tag in found[1:] if tag[2] != newest[0][2]][:1]
+    if len(newest) < 2:
+        where = " (all on one commit)" if len(found) > 1 else ""
+        raise RepositoryError(f"diff-tags needs two tags on different commits; found {len(found)} tag(s){where}")
+    return TagChoice((newest[1][1], newest[0][1]))

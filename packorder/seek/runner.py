@@ -27,6 +27,7 @@ class Command:
     cwd: Path | None = None
     hint: str = ""  # added to the error message when the command fails
     label: str = ""  # how to name the command in messages (default: its argv)
+    ok: tuple[int, ...] = (0,)  # the exit statuses of a run that did its work
 
     def display(self) -> str:
         return self.label or " ".join(self.argv)
@@ -74,7 +75,7 @@ def run(
             proc.wait()
             raise
         seconds = time.perf_counter() - start
-        if proc.returncode != 0:
+        if proc.returncode not in command.ok:
             err.seek(0)
             raise RepositoryError(failure_message(command, proc.returncode, err.read().decode(errors="replace")))
     return seconds

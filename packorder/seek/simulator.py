@@ -4,11 +4,14 @@ order? Judged in seconds, without writing a pack.
 `layout.plan_layout` says where each object would be under an order, reusing the stored
 deltas (each entry keeps its packed size). On that planned pack:
 
-- Git-traced workloads (log, log-path, blame, pack-recent, custom) ask for the same objects in
-  the same sequence whatever the pack's order: their trace is re-laid, each request moved to
-  the planned offset of the object it asked for, then expanded through the planned pack's delta
+- Git-traced workloads (every one but index-pack) ask for the same objects in the same
+  sequence whatever the pack's order: their trace is re-laid, each request moved to the
+  planned offset of the object it asked for, then expanded through the planned pack's delta
   chains and the delta base cache model, exactly as a measured trace is. (pack-objects'
-  threaded delta search reorders a few requests from run to run; nothing else moves.)
+  threaded delta search and grep's threads reorder a few requests from run to run.) Not so
+  for those that serve with a bitmap (fetch-bitmap, clone): pack-objects takes the objects
+  it does not copy verbatim in bitmap order, which is the pack's; the re-laid trace keeps
+  the measured pack's sequence, and the result says so.
 - index-pack reads in the pack's own order, so its reads are not re-laid but modelled on the
   planned pack (`ipmodel`), with the threads and cache Git would use on the repository.
 
@@ -33,8 +36,9 @@ from packorder.format.object_format import of_size
 from packorder.format.pack import OBJ_OFS_DELTA
 from packorder.orders.catalog import check_orders
 from packorder.progress import ProgressCallback
-from packorder.seek import analyze
+from packorder.seek import analyze, caveats
 from packorder.seek.api import DEFAULT_NEAR, DEFAULT_THRESHOLD, Measurement, describe_view, measure
+from packorder.seek.catalog import USES_BITMAP
 from packorder.seek.expand import expand
 from packorder.seek.ipmodel import index_pack_reads
 from packorder.seek.result import EXPANDED, RAW, VIEWS, SeekResult, ViewStats
@@ -275,4 +279,6 @@ def simulate(
     if missing:
         raise UsageError(f"no planned layout for order '{missing[0]}'")
     simulated = [simulate_views(measured, by_order[o], views, threshold, near, progress) for o in orders]
+    if measured.result.workload.name in USES_BITMAP:
+        measured.result.warnings.append(caveats.relaid_bitmap_order(measured.result.workload.name))
     return Simulation(measured.result, simulated, plan_seconds)

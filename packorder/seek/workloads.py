@@ -2,7 +2,8 @@
 again untraced for cold and warm wall times.
 
 A `Workload` pairs a `record` function (a trace source run on the workload's command) with a
-`timed` function (the same work, untraced). Adding a workload — for example packorder's own
+`timed` function (the same work, untraced). The Git commands are in `commands`, the names in
+`catalog`. Adding a workload traced by another source — for example packorder's own
 index-pack, recorded by a source that logs its reads — means writing one `_build_*` function.
 """
 
@@ -17,24 +18,26 @@ from packorder.errors import RepositoryError, UsageError
 from packorder.format import object_format as object_formats
 from packorder.format.layout import PackLayout
 from packorder.format.layout import load as load_layout
-from packorder.gitcmd import Config, run
+from packorder.gitcmd import Config
 from packorder.progress import ProgressCallback
-from packorder.seek import choose, pack_access, pread, runner
+from packorder.seek import catalog, choose, commands, pack_access, pread, runner
 from packorder.seek.trace import Recording, concat
 from packorder.store.listing import list_packs
 
-NAMES = ("log", "log-path", "blame", "pack-recent", "index-pack", "custom")
-TAKES_PATH = ("log-path", "blame")
+NAMES = catalog.NAMES
+TAKES_PATH = catalog.TAKES_PATH
 
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """What to run: a workload name, its PATH (log-path, blame) or git arguments (custom)."""
+    """What to run: a workload name, its PATH (log-path, log-patch, blame), its tags
+    (diff-tags: full ref names, the older first) or git arguments (custom)."""
 
     name: str
     path: str | None = None
     git_args: tuple[str, ...] = ()
-    chosen: bool = False  # the path was chosen by packorder, not given
+    chosen: bool = False  # the path or tags were chosen by packorder, not given
+    revisions: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The command as the study wrote it."""
@@ -42,10 +45,23 @@ class WorkloadSpec:
             return "git log"
         if self.name == "log-path":
             return f"git log -- {self.path}"
+        if self.name == "log-patch":
+            return f"git log -p -- {self.path}"
         if self.name == "blame":
             return f"git blame HEAD -- {self.path}"
+        if self.name == "diff-tags":
+            tags = [t.removeprefix("refs/tags/") for t in self.revisions] or ["TAG1", "TAG2"]
+            return f"git diff {' '.join(tags)} --stat"
         if self.name == "pack-recent":
             return "git pack-objects --revs --stdout (HEAD ^refs/tags/*)"
+        if self.name == "fetch-bitmap":
+            return "git -c pack.useBitmaps=true pack-objects --revs --stdout (HEAD ^refs/tags/*)"
+        if self.name == "clone":
+            return "git pack-objects --revs --thin --stdout --include-tag (a clone: HEAD, branches, tags; bitmap)"
+        if self.name == "archive":
+            return "git archive HEAD"
+        if self.name == "grep":
+            return f"git grep -e {catalog.GREP_PATTERN} HEAD"
         if self.name == "index-pack":
             return "git index-pack"
         return "git " + " ".join(self.git_args)
@@ -86,11 +102,15 @@ def parse(
     return spec(name.strip(), given.strip() if sep else path, git_args)
 
 
-def resolve(workload: WorkloadSpec, git_dir: Path) -> tuple[WorkloadSpec, choose.Choice | None]:
-    """The spec with its path checked at HEAD, or chosen from history when not given."""
+def resolve(workload: WorkloadSpec, git_dir: Path) -> tuple[WorkloadSpec, choose.Choice | choose.TagChoice | None]:
+    """The spec with its path checked at HEAD, or chosen from history when not given; for
+    diff-tags, with its two tags chosen."""
+    if workload.name == "diff-tags" and not workload.revisions:
+        tags = choose.newest_tags(git_dir)
+        return WorkloadSpec(workload.name, revisions=tags.tags, chosen=True), tags
     if workload.name not in TAKES_PATH:
         return workload, None
-    directory = workload.name == "log-path"
+    directory = workload.name in ("log-path", "log-patch")
     if workload.path is None:
         picked = choose.most_changed(git_dir, directory=directory)
         return WorkloadSpec(workload.name, picked.path, chosen=True), picked
@@ -99,6 +119,8 @@ def resolve(workload: WorkloadSpec, git_dir: Path) -> tuple[WorkloadSpec, choose
         raise RepositoryError(f"{workload.path}: no such path in HEAD")
     if workload.name == "blame" and kind != "blob":
         raise RepositoryError(f"{workload.path}: not a file (blame needs a file)")
+    if workload.name == "log-patch" and kind not in ("blob", "tree"):
+        raise RepositoryError(f"{workload.path}: not a file or directory (log-patch shows their changes)")
     return workload, None
 
 
@@ -113,16 +135,9 @@ class Workload:
 
 
 def pack_family(pack: Path) -> list[Path]:
-    return [p for p in (pack.with_suffix(s) for s in (".pack", ".idx", ".rev")) if p.is_file()]
-
-
-def partial_clone_hint(git_dir: Path) -> str:
-    if any((git_dir / "objects" / "pack").glob("*.promisor")):
-        return (
-            "this is a partial clone: an object the command needs may be missing, and packorder never "
-            "fetches (GIT_NO_LAZY_FETCH=1); try another path or workload"
-        )
-    return ""
+    """The files of a pack a workload may read (a bitmap: fetch-bitmap and clone)."""
+    suffixes = (".pack", ".idx", ".rev", ".bitmap")
+    return [p for p in (pack.with_suffix(s) for s in suffixes) if p.is_file()]
 
 
 def build(
@@ -132,33 +147,7 @@ def build(
     files = [f for pack in list_packs(git_dir / "objects" / "pack") for f in pack_family(pack)]
     if workload.name == "index-pack":
         return _build_index_pack(workload, git_dir, git, config, cache_limit, files)
-    hint = partial_clone_hint(git_dir)
-    base = [git, "--git-dir", str(git_dir)]
-    stdin = b""
-    work_dir = git_dir
-    env: dict[str, str | None] = {}
-    if workload.name == "log":
-        argv = [*base, "log"]
-    elif workload.name == "log-path":
-        argv = [*base, "log", "--", str(workload.path)]
-    elif workload.name == "blame":
-        argv = [*base, "blame", "HEAD", "--", str(workload.path)]
-    elif workload.name == "pack-recent":
-        tags = run(["for-each-ref", "--format=^%(refname)", "refs/tags"], git_dir=git_dir).stdout
-        stdin = tags + b"HEAD\n"
-        # With a reachability bitmap pack-objects skips most of its walk (libgit2 repacked by
-        # packorder: 3,592 reads instead of 9,173): off, so packs with and without one compare.
-        argv = [git, "-c", "pack.useBitmaps=false", *base[1:], "pack-objects", "--revs", "--stdout"]
-    else:  # custom: `git ARGS` as if run in the directory the user named
-        argv = [git, *workload.git_args]
-        work_dir = cwd if cwd is not None and cwd.is_dir() else git_dir
-        # Named explicitly, the repository's packs are logged with absolute paths; the work
-        # tree keeps pathspecs relative to the directory, as when git finds them itself.
-        env["GIT_DIR"] = str(git_dir)
-        top = run(["rev-parse", "--show-toplevel"], check=False, cwd=work_dir)
-        if top.returncode == 0 and work_dir.resolve() != git_dir.resolve():
-            env["GIT_WORK_TREE"] = top.stdout.decode().strip()
-    command = runner.Command(argv, stdin, env, work_dir, hint, workload.describe())
+    command = commands.git_command(workload, git_dir, git, cwd)
     title = f"Tracing {workload.describe()}"
     return Workload(
         workload,
