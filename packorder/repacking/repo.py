@@ -376,7 +376,7 @@ class ObjectHistory:
 
 
 # The snapshot's walks for object_history: in commit order, of unreleased history, of HEAD.
-HistoryWalks = tuple[snapshot_mod.ObjectWalk | None, snapshot_mod.ObjectWalk | None, head_side_mod.HeadWalk | None]
+HistoryWalks = tuple[snapshot_mod.ObjectWalk | None, snapshot_mod.ObjectWalk | None, snapshot_mod.HeadWalk | None]
 
 
 def object_history(
@@ -395,7 +395,7 @@ def object_history(
             walk.stop()
     on_head = np.zeros(table.count, dtype=bool)
     if head:
-        head_walk = walks[2] or head_side_mod.HeadWalk(repo.git_dir, repo.fmt)
+        head_walk = walks[2] or snapshot_mod.HeadWalk(repo.git_dir, repo.fmt)
         try:
             on_head = head_side_mod.head_side(table.oids, table.kinds, table.name_hash, head_walk)
         finally:
