@@ -1,6 +1,7 @@
 """The `paths` order (orders/tree_paths.py) and what it needs (repacking/head_side.py): HEAD's
-commits before the other branches', the recent trees, the other trees grouped by path, and the
-modelled cold reads it saves, measured on a generated repository with an unmerged branch."""
+commits before the other branches', the recent trees, the other trees grouped by path, the
+recent blobs with their delta chains, and the modelled cold reads it saves, measured on a
+generated repository with an unmerged branch."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from layered import build
 import packorder
 from packorder.orders import families
 from packorder.orders.permutations import BLOB, COMMIT, TAG, TREE, OrderInput, history
-from packorder.orders.tree_paths import paths
+from packorder.orders.tree_paths import paths, with_delta_ancestors
 from packorder.repacking import deltas
 from packorder.repacking.repo import enumerate_objects, object_history, open_repository
 from packorder.seek.analyze import entry_ranges
@@ -105,10 +106,25 @@ def test_paths_writes_each_region_as_described(objs: OrderInput) -> None:
     for a, b in zip(starts, [*starts[1:], len(grouped)], strict=True):
         group = grouped[a:b]
         assert not (np.diff(on_head[group].astype(int)) > 0).any(), "HEAD's trees first in each path"
-    # The blob region is history's.
+    # The blob region: the unreleased blobs first, then the others, each in history's order.
     blobs = out[kinds == BLOB]
     theirs = families.bases_first(history(replace(plain, intro=np.full(plain.count, -1))), plain.base)
-    assert blobs.tolist() == theirs[plain.kinds[theirs] == BLOB].tolist()
+    theirs = theirs[plain.kinds[theirs] == BLOB]
+    recent = plain.unreleased[theirs]
+    assert 0 < recent.sum() < len(theirs)
+    assert blobs.tolist() == [*theirs[recent], *theirs[~recent]]
+
+
+def test_a_recent_blob_comes_with_the_delta_chain_it_needs(objs: OrderInput) -> None:
+    out = families.bases_first(paths(objs), objs.base)
+    assert objs.unreleased is not None
+    blobs = out[objs.kinds[out] == BLOB]
+    needed = with_delta_ancestors(objs.base, objs.unreleased & (objs.kinds == BLOB))
+    front = int(needed.sum())
+    assert needed[blobs[:front]].all() and not needed[blobs[front:]].any()
+    chains = np.flatnonzero(needed & ~objs.unreleased)
+    assert len(chains), "some of the chains' bases are older than the last release"
+    assert needed[objs.base[np.flatnonzero(needed & (objs.base >= 0))]].all()
 
 
 def test_paths_keeps_every_base_before_its_deltas(objs: OrderInput) -> None:
@@ -131,7 +147,7 @@ def modelled_reads(repo: Path, orders: list[str], workload: str) -> dict[str, in
     return out
 
 
-@pytest.mark.parametrize("workload", ["log", "log-path", "blame"])
+@pytest.mark.parametrize("workload", ["log", "log-path", "blame", "pack-recent"])
 def test_paths_reads_less_cold_than_recency(source: Path, tmp_path: Path, workload: str) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(source, repo)

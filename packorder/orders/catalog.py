@@ -51,7 +51,7 @@ CATALOG: dict[str, OrderInfo] = {
     "paths": OrderInfo(
         False,
         True,
-        "HEAD's commits before other branches', recent trees, then trees grouped by path; blobs as history",
+        "for cold log, log -- PATH, blame: HEAD's commits first, recent trees, trees by path, history's blobs",
         needs_head=True,
     ),
 }

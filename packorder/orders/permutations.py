@@ -387,10 +387,10 @@ def trees_first(objs: OrderInput) -> np.ndarray:
 def history_families(w: WriteOrder, objs: OrderInput) -> None:
     """The blob region of `history` and its variants: families depth first, those holding an
     unreleased blob first."""
-    depth_first_families(w, objs, _unreleased_families_first(objs, np.arange(objs.count)))
+    depth_first_families(w, objs, unreleased_families_first(objs, np.arange(objs.count)))
 
 
-def _unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray:
+def unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray:
     """`rest`, with the objects of every delta family that holds an unreleased blob (on
     HEAD, in no tag) moved ahead of the others, each group in its own order."""
     if objs.unreleased is None:

@@ -12,7 +12,11 @@ the commits of every branch by date, while those three commands walk HEAD's alon
    what is newer than the last release reads them, as it reads them in recency's tree region);
 4. the other trees grouped by path (paths in the order first seen), HEAD's before the
    others' in each path, each path's by delta family, depth first;
-5. history's blob region (families depth first, those holding unreleased blobs first).
+5. the blobs HEAD has and no tag has, with the delta bases they need (each chain up to its
+   root), then the other blobs; each part in the order of history's blob region (families
+   depth first, those holding unreleased blobs first). History writes whole families first,
+   every version of every file a recent commit touched; a fetch of what is newer than the
+   last release reads only the new versions and their chains.
 
 A tree's path is known by its name hash (Git's pack_name_hash of the path, 0 for root trees),
 which is all the walk keeps: two paths sharing their last 16 characters share a group.
@@ -24,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from packorder.orders.families import WriteOrder, delta_roots, depth_first_positions
-from packorder.orders.permutations import TREE, OrderInput, history_families, tag_tips_and_commits
+from packorder.orders.permutations import BLOB, TREE, OrderInput, tag_tips_and_commits, unreleased_families_first
 
 
 def first_seen_rank(keys: np.ndarray) -> np.ndarray:
@@ -47,7 +51,7 @@ def paths(objs: OrderInput) -> np.ndarray:
     cut = int(recent[-1]) + 1 if len(recent) else 0
     w.add(trees[:cut])
     w.add(trees_by_path(objs, trees[cut:]))
-    history_families(w, objs)
+    w.add(recent_chains_first(objs, np.flatnonzero(~w.filled)))
     return w.result()
 
 
@@ -60,3 +64,27 @@ def trees_by_path(objs: OrderInput, trees: np.ndarray) -> np.ndarray:
     family = first_seen_rank(delta_roots(objs.base)[trees])
     within = depth_first_positions(objs.base)[trees]
     return trees[np.lexsort((within, family, ~objs.on_head[trees], group))]
+
+
+def recent_chains_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray:
+    """`rest` in the order of history's blob region, the unreleased blobs and their delta
+    ancestors taken out to the front."""
+    ordered = unreleased_families_first(objs, rest)
+    family = first_seen_rank(delta_roots(objs.base)[ordered])
+    ordered = ordered[np.lexsort((depth_first_positions(objs.base)[ordered], family))]
+    if objs.unreleased is None:
+        return ordered
+    needed = with_delta_ancestors(objs.base, objs.unreleased & (objs.kinds == BLOB))[ordered]
+    return np.concatenate([ordered[needed], ordered[~needed]])
+
+
+def with_delta_ancestors(base: np.ndarray, marked: np.ndarray) -> np.ndarray:
+    """`marked`, and every object a marked one's delta chain goes through."""
+    out = marked.copy()
+    level = np.flatnonzero(marked)
+    while len(level):
+        level = base[level]
+        level = level[level >= 0]
+        level = np.unique(level[~out[level]])
+        out[level] = True
+    return out
