@@ -51,7 +51,7 @@ CATALOG: dict[str, OrderInfo] = {
     "paths": OrderInfo(
         False,
         True,
-        "for cold log, log -- PATH, blame: HEAD's commits first, recent trees, trees by path, history's blobs",
+        "for cold log, log -- PATH, blame, fetch: HEAD's commits first, trees by path, new blobs' chains first",
         needs_head=True,
     ),
 }
