@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -128,6 +129,9 @@ class HeadWalk:
 
     def __init__(self, git_dir: Path, fmt: ObjectFormat) -> None:
         self.fmt = fmt
+        # Into files, not pipes: nothing reads until the walk is done, and a full pipe would
+        # stop Git after 64 KiB (git/git's HEAD lists 6.7 MB).
+        self.out, self.err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop)
         self.proc = subprocess.Popen(
             [
                 gitcmd.GIT,
@@ -139,14 +143,18 @@ class HeadWalk:
                 "--ignore-missing",
                 "HEAD",
             ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            stdout=self.out,
+            stderr=self.err,
             env=gitcmd.git_env(),
         )
 
     def result(self) -> tuple[bytes, bytes]:
         """HEAD's commits and their root trees, ids one after another."""
-        out, err = self.proc.communicate()
+        self.proc.wait()
+        self.out.seek(0)
+        self.err.seek(0)
+        out, err = self.out.read(), self.err.read()
         if self.proc.returncode != 0:
             line = err.decode(errors="replace").strip().splitlines()
             raise RepositoryError(f"cannot walk HEAD's commits: {line[-1] if line else 'git rev-list failed'}")
@@ -164,9 +172,8 @@ class HeadWalk:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        self.out.close()
+        self.err.close()
 
 
 class TagTips:
