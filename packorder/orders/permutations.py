@@ -223,18 +223,24 @@ def depth_first_families(w: WriteOrder, objs: OrderInput, rest: np.ndarray) -> N
     family written depth first: a delta's own deltas right after it. `git index-pack` resolves
     a family in that order (children in pack order, each child's subtree before the next), so
     it then reads a family front to back instead of jumping between sibling groups."""
-    waiting = rest[~w.filled[rest]]
+    w.add(depth_first_family_order(objs, rest, w.filled))
+
+
+def depth_first_family_order(objs: OrderInput, rest: np.ndarray, filled: np.ndarray) -> np.ndarray:
+    """What `depth_first_families` writes: every member not `filled` of the families of `rest`'s
+    members not `filled`, families in the order of those members, each depth first."""
+    waiting = rest[~filled[rest]]
     if not len(waiting):
-        return
+        return waiting.astype(np.int64)
     roots = delta_roots(objs.base)
     first_roots = roots[waiting]
     _, first = np.unique(first_roots, return_index=True)
     family_rank = np.full(objs.count, -1, dtype=np.int64)
     family_rank[first_roots[np.sort(first)]] = np.arange(len(first))
     members = np.flatnonzero(family_rank[roots] >= 0)
-    members = members[~w.filled[members]]
+    members = members[~filled[members]]
     key = family_rank[roots[members]] * (objs.count + 1) + depth_first_positions(objs.base)[members]
-    w.add(members[np.argsort(key, kind="stable")])
+    return members[np.argsort(key, kind="stable")]
 
 
 # History's windows: commits with the trees they introduce, cut every ~2 MiB. Each commit is
@@ -387,10 +393,15 @@ def trees_first(objs: OrderInput) -> np.ndarray:
 def history_families(w: WriteOrder, objs: OrderInput) -> None:
     """The blob region of `history` and its variants: families depth first, those holding an
     unreleased blob first."""
-    depth_first_families(w, objs, unreleased_families_first(objs, np.arange(objs.count)))
+    w.add(history_blob_order(objs, w.filled))
 
 
-def unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray:
+def history_blob_order(objs: OrderInput, filled: np.ndarray) -> np.ndarray:
+    """What `history_families` writes after the objects `filled`."""
+    return depth_first_family_order(objs, _unreleased_families_first(objs, np.arange(objs.count)), filled)
+
+
+def _unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray:
     """`rest`, with the objects of every delta family that holds an unreleased blob (on
     HEAD, in no tag) moved ahead of the others, each group in its own order."""
     if objs.unreleased is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from packorder.orders.families import WriteOrder, delta_roots, depth_first_positions
-from packorder.orders.permutations import BLOB, TREE, OrderInput, tag_tips_and_commits, unreleased_families_first
+from packorder.orders.permutations import BLOB, TREE, OrderInput, history_blob_order, tag_tips_and_commits
 
 
 def first_seen_rank(keys: np.ndarray) -> np.ndarray:
@@ -51,7 +51,7 @@ def paths(objs: OrderInput) -> np.ndarray:
     cut = int(recent[-1]) + 1 if len(recent) else 0
     w.add(trees[:cut])
     w.add(trees_by_path(objs, trees[cut:]))
-    w.add(recent_chains_first(objs, np.flatnonzero(~w.filled)))
+    w.add(recent_chains_first(objs, w.filled))
     return w.result()
 
 
@@ -66,12 +66,10 @@ def trees_by_path(objs: OrderInput, trees: np.ndarray) -> np.ndarray:
     return trees[np.lexsort((within, family, ~objs.on_head[trees], group))]
 
 
-def recent_chains_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray:
-    """`rest` in the order of history's blob region, the unreleased blobs and their delta
-    ancestors taken out to the front."""
-    ordered = unreleased_families_first(objs, rest)
-    family = first_seen_rank(delta_roots(objs.base)[ordered])
-    ordered = ordered[np.lexsort((depth_first_positions(objs.base)[ordered], family))]
+def recent_chains_first(objs: OrderInput, filled: np.ndarray) -> np.ndarray:
+    """What history's blob region would write after the objects `filled`, the unreleased blobs
+    and their delta ancestors taken out to the front."""
+    ordered = history_blob_order(objs, filled)
     if objs.unreleased is None:
         return ordered
     needed = with_delta_ancestors(objs.base, objs.unreleased & (objs.kinds == BLOB))[ordered]
