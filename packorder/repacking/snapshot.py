@@ -123,39 +123,49 @@ class ObjectWalk:
         self.proc.wait()
 
 
-class HeadWalk:
-    """`git rev-list HEAD` with each commit's root tree, run beside the walk, for the `paths`
-    order (head_side.py). An unborn HEAD holds nothing."""
+class GitBeside:
+    """A Git command run beside the walk, its output kept in temporary files: nothing reads it
+    until the walk is done, and in a pipe Git would stop once 64 KiB wait there (git/git's
+    HEAD lists 6.7 MB of commits; `show-ref -d` of about 700 tags fills a pipe)."""
 
-    def __init__(self, git_dir: Path, fmt: ObjectFormat) -> None:
-        self.fmt = fmt
-        # Into files, not pipes: nothing reads until the walk is done, and a full pipe would
-        # stop Git after 64 KiB (git/git's HEAD lists 6.7 MB).
+    def __init__(self, git_dir: Path, *args: str) -> None:
         self.out, self.err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop)
         self.proc = subprocess.Popen(
-            [
-                gitcmd.GIT,
-                "--git-dir",
-                str(git_dir),
-                "rev-list",
-                "--no-commit-header",
-                "--format=%H %T",
-                "--ignore-missing",
-                "HEAD",
-            ],
+            [gitcmd.GIT, "--git-dir", str(git_dir), *args],
             stdin=subprocess.DEVNULL,
             stdout=self.out,
             stderr=self.err,
             env=gitcmd.git_env(),
         )
 
-    def result(self) -> tuple[bytes, bytes]:
-        """HEAD's commits and their root trees, ids one after another."""
-        self.proc.wait()
+    def output(self) -> tuple[int, bytes, bytes]:
+        """Its exit status, standard output and standard error, once it has ended."""
+        code = self.proc.wait()
         self.out.seek(0)
         self.err.seek(0)
-        out, err = self.out.read(), self.err.read()
-        if self.proc.returncode != 0:
+        return code, self.out.read(), self.err.read()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.out.close()
+        self.err.close()
+
+
+class HeadWalk:
+    """`git rev-list HEAD` with each commit's root tree, run beside the walk, for the `paths`
+    order (head_side.py). An unborn HEAD holds nothing."""
+
+    def __init__(self, git_dir: Path, fmt: ObjectFormat) -> None:
+        self.fmt = fmt
+        args = ("rev-list", "--no-commit-header", "--format=%H %T", "--ignore-missing", "HEAD")
+        self.git = GitBeside(git_dir, *args)
+
+    def result(self) -> tuple[bytes, bytes]:
+        """HEAD's commits and their root trees, ids one after another."""
+        code, out, err = self.git.output()
+        if code != 0:
             line = err.decode(errors="replace").strip().splitlines()
             raise RepositoryError(f"cannot walk HEAD's commits: {line[-1] if line else 'git rev-list failed'}")
         width = 2 * self.fmt.rawsz
@@ -169,32 +179,22 @@ class HeadWalk:
         return commits, trees
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.out.close()
-        self.err.close()
+        self.git.stop()
 
 
 class TagTips:
     """`git show-ref --tags -d`, run beside the walk: each tag ref's target and what it peels to."""
 
     def __init__(self, git_dir: Path) -> None:
-        self.proc = subprocess.Popen(
-            [gitcmd.GIT, "--git-dir", str(git_dir), "show-ref", "--tags", "-d"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=gitcmd.git_env(),
-        )
+        self.git = GitBeside(git_dir, "show-ref", "--tags", "-d")
 
     def ids(self) -> list[bytes]:
-        out, _ = self.proc.communicate()
+        # show-ref exits 1 when there is no tag: no tag tips, not an error.
+        _, out, _ = self.git.output()
         return sorted({bytes.fromhex(line.split()[0]) for line in out.decode().splitlines() if line.strip()})
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        self.git.stop()
 
 
 class Snapshot:
