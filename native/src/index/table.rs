@@ -85,8 +85,20 @@ impl Table {
         self.entries.offsets.len()
     }
 
+    /// Entries the rows have room for without growing.
+    pub fn capacity(&self) -> usize {
+        self.entries.offsets.capacity()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.offsets.is_empty()
+    }
+
+    /// Room for the `count` entries a pack's header announces, as far as a header can be
+    /// believed before its entries arrive (a hostile one may claim four billion): a row
+    /// grown by doubling wastes up to half its room, which the strict run's peak shows.
+    pub fn expect(&mut self, count: u32) {
+        self.reserve((count as usize).min(1 << 20));
     }
 
     pub fn reserve(&mut self, n: usize) {
@@ -146,8 +158,10 @@ impl Table {
     }
 
     /// For each OFS_DELTA, the index of its base entry, as children lists (CSR): the deltas
-    /// based on entry `i` are `list[start[i]..start[i+1]]`, in pack order.
-    pub fn ofs_children(&self) -> Result<(Vec<u32>, Vec<u32>)> {
+    /// based on entry `i` are `list[start[i]..start[i+1]]`, in pack order. Also each entry's
+    /// weight: the entries of its OFS subtree, itself included (a base precedes its deltas,
+    /// so one sweep from the end adds each subtree into its base).
+    pub fn ofs_children(&self) -> Result<(Vec<u32>, Vec<u32>, Vec<u32>)> {
         let n = self.len();
         let mut base_of = vec![u32::MAX; n];
         for (i, slot) in base_of.iter_mut().enumerate() {
@@ -181,7 +195,13 @@ impl Table {
                 fill[b as usize] += 1;
             }
         }
-        Ok((start, list))
+        let mut weight = vec![1u32; n];
+        for i in (0..n).rev() {
+            if base_of[i] != u32::MAX {
+                weight[base_of[i] as usize] += weight[i];
+            }
+        }
+        Ok((start, list, weight))
     }
 
     /// REF_DELTA entries sorted by base id (then pack order), for lookup by a resolved id.
