@@ -71,8 +71,9 @@ impl Shard {
 static SERIAL: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    /// (table number, ids and types): what this thread recorded lately in that table.
-    static RECENT: RefCell<(u64, Vec<(ObjectId, u8)>)> = const { RefCell::new((0, Vec::new())) };
+    /// (table number, slots of id + type as in a shard): what this thread recorded lately in
+    /// that table. Packed as the shards are: an `(ObjectId, u8)` pair takes 34 bytes a slot.
+    static RECENT: RefCell<(u64, Vec<u8>)> = const { RefCell::new((0, Vec::new())) };
 }
 
 pub struct Links {
@@ -100,14 +101,16 @@ impl Links {
     /// Record `id` as a `kind`; the other type it was recorded as, if so (it keeps that one).
     pub fn record(&self, id: ObjectId, kind: u8) -> Option<u8> {
         // Ids are uniformly distributed: two bytes of one pick its slot.
-        let slot = usize::from(u16::from_le_bytes([id[0], id[1]])) % RECENT_SLOTS;
-        let key = (id, kind);
+        let n = id.len();
+        let slot = usize::from(u16::from_le_bytes([id[0], id[1]])) % RECENT_SLOTS * (n + 1);
         let known = RECENT.with(|r| {
             let mut r = r.borrow_mut();
             if r.0 != self.serial {
-                *r = (self.serial, vec![(id, 0); RECENT_SLOTS]);
+                // Type 0 marks an empty slot: links always name a type.
+                *r = (self.serial, vec![0; RECENT_SLOTS * (n + 1)]);
             }
-            r.1[slot] == key
+            let s = &r.1[slot..slot + n + 1];
+            s[n] == kind && s[..n] == id[..]
         });
         if known {
             return None;
@@ -120,10 +123,24 @@ impl Links {
         match had {
             Some(k) if k != kind => Some(k),
             _ => {
-                RECENT.with(|r| r.borrow_mut().1[slot] = key);
+                RECENT.with(|r| {
+                    let s = &mut r.borrow_mut().1[slot..slot + n + 1];
+                    s[..n].copy_from_slice(&id);
+                    s[n] = kind;
+                });
                 None
             }
         }
+    }
+
+    /// Give back this thread's cache of the table (once it records no more here).
+    pub fn forget_recent(&self) {
+        RECENT.with(|r| {
+            let mut r = r.borrow_mut();
+            if r.0 == self.serial {
+                *r = (0, Vec::new());
+            }
+        });
     }
 
     /// Call `f` with every object recorded and its type, each shard given back as it is done.

@@ -149,6 +149,11 @@ impl Checker {
         std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// This thread checks no more objects: its cache of recent links is given back.
+    pub fn done_on_this_thread(&self) {
+        self.linked.forget_recent();
+    }
+
     /// Record that `from` links to `to`, which must be a `kind`. Another link expecting
     /// another type is what Git's object lookup refuses: the error it prints, and what
     /// `from`'s parse or walk then dies with. False when so.

@@ -152,6 +152,9 @@ impl Recorder {
     /// What was found, once the trailer is read (else None).
     pub fn take(&mut self, header: PackHeader) -> Option<Indexed> {
         let checksum = self.checksum.take()?;
+        if let Some(c) = &self.check {
+            c.done_on_this_thread(); // resolution checks on the pool's threads
+        }
         Some(Indexed {
             header,
             table: std::mem::replace(&mut self.table, Table::new(self.algo)),

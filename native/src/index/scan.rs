@@ -110,6 +110,11 @@ fn scan_region(
                 break;
             }
         }
+        if table.len() == table.capacity() {
+            // More entries than this region's share of bytes suggested (small ones come
+            // first in a pack): grow by a step, not by doubling, for the same reason.
+            table.reserve(expected / 8 + 64);
+        }
         match scanner.entry(at, &mut table) {
             Ok(next) => at = next,
             Err(e) => {

@@ -216,6 +216,7 @@ impl PackStream {
                     }
                     self.version = version;
                     self.count = u32::from_be_bytes([hdr[8], hdr[9], hdr[10], hdr[11]]);
+                    self.rec.table.expect(self.count);
                     self.take(12);
                     self.next_entry();
                 }
