@@ -44,13 +44,21 @@ class Run:
     peak_rss: int
 
 
-def timed(cmd: list[str], cwd: Path | None = None, stdin: Path | None = None) -> Run:
+def timed(cmd: list[str], cwd: Path | None = None, stdin: Path | None = None, pipe: bool = False) -> Run:
+    """Run `cmd` to its end: wall time and its own peak RSS. With `pipe`, `stdin` comes through a
+    pipe from `cat`, as receive-pack hands a push to index-pack (not counted in the RSS)."""
     start = time.perf_counter()
-    with open(stdin or os.devnull, "rb") as feed:
+    with open(stdin or os.devnull, "rb") as f:
+        feeder = subprocess.Popen(["cat"], stdin=f, stdout=subprocess.PIPE) if pipe else None
+        feed = feeder.stdout if feeder else f
         proc = subprocess.Popen(cmd, stdin=feed, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+        if feeder:
+            feeder.stdout.close()
         # Read to the end before waiting: a child with more to say than a pipe holds blocks.
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         _, status, usage = os.wait4(proc.pid, 0)
+        if feeder:
+            feeder.wait()
     elapsed = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({status}): {err.strip()}")
@@ -135,7 +143,8 @@ def bench(pack: Path, runs: int, threads: int, gits: list[str], packorder: list[
     with tempfile.TemporaryDirectory(prefix="bench-index-pack-") as tmp:
         work = Path(tmp)
         size = pack.stat().st_size
-        print(f"\n## {pack.name} ({mib(size)}), {threads} threads, {runs} runs each, alternating")
+        fed = (" through a pipe" if args.pipe else " from a file on stdin") if args.stdin else ""
+        print(f"\n## {pack.name} ({mib(size)}){fed}, {threads} threads, {runs} runs each, alternating")
         results: dict[str, list[Run]] = {g: [] for g in gits}
         ours: list[Run] = []
         tools = others(pack, work, threads, args)
@@ -148,7 +157,7 @@ def bench(pack: Path, runs: int, threads: int, gits: list[str], packorder: list[
         def index(cmd: list[str], name: str) -> Run:
             if not args.stdin:
                 return timed([*cmd, "-o", str(work / f"{name}.idx"), str(pack.resolve())], cwd=repo)
-            run = timed([*cmd, "--stdin"], cwd=repo, stdin=pack)
+            run = timed([*cmd, "--stdin"], cwd=repo, stdin=pack, pipe=args.pipe)
             for f in (repo / "objects" / "pack").iterdir():
                 if f.suffix in (".idx", ".rev"):
                     shutil.move(f, work / f"{name}{f.suffix}")
@@ -208,6 +217,7 @@ def main() -> None:
     ap.add_argument("--other-runs", type=int, help="runs of those (default: --runs)")
     ap.add_argument("--index-arg", action="append", help="an option for both index-packs (repeatable)")
     ap.add_argument("--stdin", action="store_true", help="feed the pack on stdin into an empty repository")
+    ap.add_argument("--pipe", action="store_true", help="with --stdin: through a pipe, as receive-pack does")
     ap.add_argument(
         "--object-format", default="sha1", help="the packs' hash: the empty repository both index in has it (sha256)"
     )
