@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import random
 import shutil
 import subprocess
 import sys
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from gitrepo import Repo, build_history, git, git_env
+from packbuilder import BLOB, PackBuilder, make_delta
 
 import packorder
 from packorder import _native
@@ -114,6 +117,31 @@ def test_large_families_keep_within_budget_plus_largest_with_threads(tmp_path: P
         assert (idx, rev) == (want_idx, want_rev)
         assert result.stats["peak_kept_bytes"] <= budget + largest
         assert result.stats["rebuilds"] == 0
+
+
+def test_a_base_is_released_before_its_deepest_child_s_chain(tmp_path: Path) -> None:
+    """A base whose first child (in pack order) heads a chain and whose second is a leaf: the
+    leaf is applied first, so the base is released as the chain's head is made and no two
+    objects are ever kept at once; in pack order the base stayed through the whole chain."""
+    size = 100_000
+    rng = random.Random(7)
+    versions = [rng.randbytes(size)]
+    for _ in range(6):
+        v = bytearray(versions[-1])
+        v[rng.randrange(size)] ^= 0xFF
+        versions.append(bytes(v))
+    leaf = bytes([versions[0][0] ^ 1]) + versions[0][1:]
+    pb = PackBuilder()
+    at = [pb.whole(BLOB, versions[0])]
+    for older, newer in itertools.pairwise(versions):
+        at.append(pb.ofs_delta(at[-1], make_delta(older, newer)))
+    pb.ofs_delta(at[0], make_delta(versions[0], leaf))
+    pack = tmp_path / "fork.pack"
+    pack.write_bytes(pb.build())
+    want_idx, want_rev = git_index(pack, tmp_path / "git")
+    result, idx, rev = our_index(pack, tmp_path / "ours", threads=1)
+    assert (idx, rev) == (want_idx, want_rev)
+    assert size <= result.stats["peak_kept_bytes"] < 2 * size
 
 
 def test_large_objects_are_streamed(big_pack: Path, tmp_path: Path) -> None:

@@ -222,3 +222,52 @@ pub fn ref_children<'a>(sorted: &'a [(ObjectId, u32)], id: &ObjectId) -> &'a [(O
     let hi = lo + sorted[lo..].partition_point(|(b, _)| b == id);
     &sorted[lo..hi]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pack::entry::OBJ_BLOB;
+
+    fn entry(kind: u8, base: BaseRef) -> EntryHeader {
+        EntryHeader {
+            kind,
+            size: 10,
+            header_len: 2,
+            base,
+        }
+    }
+
+    /// A whole blob at 12 with a chain 12 <- 40 <- 60 and a leaf 12 <- 80, then a whole blob
+    /// at 100 with one delta 100 <- 120.
+    fn forest_table() -> Table {
+        let mut t = Table::new(HashAlgo::Sha1);
+        let whole = Some(ObjectId::null(HashAlgo::Sha1));
+        t.push_entry(12, &entry(OBJ_BLOB, BaseRef::None), 0, whole);
+        t.push_entry(40, &entry(OBJ_OFS_DELTA, BaseRef::Offset(12)), 0, None);
+        t.push_entry(60, &entry(OBJ_OFS_DELTA, BaseRef::Offset(40)), 0, None);
+        t.push_entry(80, &entry(OBJ_OFS_DELTA, BaseRef::Offset(12)), 0, None);
+        t.push_entry(100, &entry(OBJ_BLOB, BaseRef::None), 0, whole);
+        t.push_entry(120, &entry(OBJ_OFS_DELTA, BaseRef::Offset(100)), 0, None);
+        t
+    }
+
+    #[test]
+    fn ofs_children_lists_each_base_s_deltas_and_weighs_subtrees() {
+        let (start, list, weight) = forest_table().ofs_children().unwrap();
+        let children = |i: usize| list[start[i] as usize..start[i + 1] as usize].to_vec();
+        assert_eq!(children(0), vec![1, 3]);
+        assert_eq!(children(1), vec![2]);
+        assert_eq!(children(4), vec![5]);
+        assert!(children(2).is_empty() && children(3).is_empty() && children(5).is_empty());
+        // Each entry's OFS subtree, itself included.
+        assert_eq!(weight, vec![4, 2, 1, 1, 2, 1]);
+    }
+
+    #[test]
+    fn an_ofs_base_between_entries_is_an_error_at_the_delta() {
+        let mut t = forest_table();
+        t.push_entry(140, &entry(OBJ_OFS_DELTA, BaseRef::Offset(50)), 0, None);
+        let e = t.ofs_children().unwrap_err();
+        assert_eq!(e.offset, Some(140));
+    }
+}
