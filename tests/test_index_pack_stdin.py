@@ -157,6 +157,19 @@ def test_a_pack_cut_short_is_an_early_eof_as_in_git(inputs: dict[str, bytes], tm
     assert got["ours"][4] == []
 
 
+def test_a_header_claiming_four_billion_objects_is_an_early_eof(tmp_path: Path) -> None:
+    """The entry table is sized from the header of a pack on a pipe, as far as a header can be
+    believed before its entries arrive: one claiming 2^32 - 1 objects with one behind it ends
+    as a pack cut short, not in an allocation of hundreds of gigabytes."""
+    pb = PackBuilder()
+    pb.whole(BLOB, b"one blob\n")
+    data = pb.build(count=0xFFFFFFFF, trailer=False)
+    repo = bare_repo(tmp_path / "ours.git")
+    proc, left = run([sys.executable, "-m", "packorder", "index-pack", "--repo", str(repo), "--stdin"], data)
+    assert (proc.returncode, proc.stdout, left, proc.stderr) == (128, b"", b"", b"fatal: early EOF\n")
+    assert list((repo / "objects" / "pack").iterdir()) == []
+
+
 # The rate: its figure, and the spaces Git writes over a longer line before when it shrinks.
 RATE = re.compile(r"\| \d+(\.\d\d)? (bytes?|KiB|MiB|GiB)/s *")
 
