@@ -349,7 +349,7 @@ def test_objects_a_scan_thread_read_from_a_false_boundary_are_not_checked(tmp_pa
     pack.write_bytes(b.build())
     checks = fsck.checks(strict=True, fsck_objects=False, self_contained=False, fmt=SHA1)
     indexer = _native.PackIndexer(str(pack), 2, 1 << 26, 1 << 30, True, False, 0)
-    indexer.set_checks(*checks)
+    indexer.set_checks(checks)
     indexer.scan()
     indexer.resolve()
     findings, foreign, _, outside = indexer.finish_checks()

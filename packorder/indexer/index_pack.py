@@ -334,7 +334,7 @@ def index_pack(
             run.call("scan", run.native.adopt, got.parsed)  # made as the pack arrived
         else:
             if checks is not None:
-                run.native.set_checks(*checks)
+                run.native.set_checks(checks)
             if got is not None and got.copied:
                 receive.scan_copied(run, got, first, fmt)
             else:

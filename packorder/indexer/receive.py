@@ -100,7 +100,7 @@ def receive(
     have read, which stops in the 4096 bytes after the pack's end; `progress` shows the
     entries and the bytes read as they arrive. Each entry is inflated to find its end, and
     that is the indexer's first pass, made as the pack arrives (`first_pass`: PackStream's
-    options, and `checks`, the arguments of its set_checks, if any). A regular file Git reads
+    options, and `checks`, what its set_checks takes, if any). A regular file Git reads
     to its end, or dies ("pack has junk at the end"): it is copied to its end in large reads,
     the same outcome at a fraction of the work (the indexer's scan finds the entries, and the
     junk)."""
@@ -121,7 +121,7 @@ def receive(
                 with pack_errors():
                     parser = _native.PackStream(header, limit or 0, object_format, **options)
                 if checks is not None:
-                    parser.set_checks(*checks)
+                    parser.set_checks(checks)
                 rest = _stream(stream, out, parser, limit, progress, title)
             out.flush()
             os.fsync(out.fileno())

@@ -33,7 +33,23 @@ pub fn fsck_messages() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
-pub(crate) fn fsck_rules(
+/// The checks as Python's `indexer.fsck.checks` gives them: whether to check each object, to
+/// gather links (the connectivity check), Git's strict rule that no object appears twice; one
+/// severity byte per fsck message (0 ignore, 1 warn, 2 error), the ids never reported on, and
+/// the longest tree entry name allowed.
+#[derive(FromPyObject)]
+pub(crate) struct CheckOptions(bool, bool, bool, Vec<u8>, Vec<u8>, usize);
+
+impl CheckOptions {
+    /// A checker of objects whose ids are of `algo`.
+    pub(crate) fn checker(&self, algo: HashAlgo) -> PyResult<Checker> {
+        let CheckOptions(objects, links, strict, severities, skip, max_tree_entry_len) = self;
+        let rules = fsck_rules(algo, severities, skip, *max_tree_entry_len)?;
+        Ok(Checker::new(algo, *objects, *links, *strict, rules))
+    }
+}
+
+fn fsck_rules(
     algo: HashAlgo,
     severities: &[u8],
     skip: &[u8],

@@ -21,7 +21,7 @@ use crate::pack::entry::{is_delta, ObjectId};
 use crate::pack::source::PackFile;
 use crate::progress::{Progress, PHASE_RESOLVING};
 use crate::python::arrays::{bytes_of, hash_named, one_id};
-use crate::python::fsck::{check_repository_blob, finish_checks, fsck_rules};
+use crate::python::fsck::{check_repository_blob, finish_checks, CheckOptions};
 use crate::python::stream::PackStream;
 use crate::{index::thin, to_py_err};
 
@@ -211,22 +211,10 @@ impl PackIndexer {
         Ok(())
     }
 
-    /// Run Git's object checks on every object from the next scan on: by fsck's rules
-    /// (`objects`), gathering links for the connectivity check (`links`); `strict` adds
-    /// Git's rule that no object appears twice. `severities` has one byte per fsck message
-    /// (0 ignore, 1 warn, 2 error), `skip` the sorted ids never reported on.
-    fn set_checks(
-        &self,
-        objects: bool,
-        links: bool,
-        strict: bool,
-        severities: &[u8],
-        skip: &[u8],
-        max_tree_entry_len: usize,
-    ) -> PyResult<()> {
+    /// Run Git's object checks on every object as it is hashed (python/fsck.rs CheckOptions).
+    fn set_checks(&self, checks: CheckOptions) -> PyResult<()> {
         let mut st = self.lock();
-        let rules = fsck_rules(st.pack.algo, severities, skip, max_tree_entry_len)?;
-        st.check = Some(Checker::new(st.pack.algo, objects, links, strict, rules));
+        st.check = Some(checks.checker(st.pack.algo)?);
         Ok(())
     }
 

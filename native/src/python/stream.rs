@@ -7,10 +7,9 @@ use std::sync::{Mutex, MutexGuard};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::fsck::Checker;
 use crate::index::{per_thread_share, scan::WHOLE_LIMIT, stream};
 use crate::python::arrays::hash_named;
-use crate::python::fsck::fsck_rules;
+use crate::python::fsck::CheckOptions;
 use crate::to_py_err;
 
 #[pyclass(frozen, module = "packorder._native")]
@@ -51,19 +50,10 @@ impl PackStream {
     }
 
     /// Run Git's object checks on every object, as PackIndexer.set_checks.
-    fn set_checks(
-        &self,
-        objects: bool,
-        links: bool,
-        strict: bool,
-        severities: &[u8],
-        skip: &[u8],
-        max_tree_entry_len: usize,
-    ) -> PyResult<()> {
+    fn set_checks(&self, checks: CheckOptions) -> PyResult<()> {
         let mut parser = self.parser();
-        let algo = parser.algo();
-        let rules = fsck_rules(algo, severities, skip, max_tree_entry_len)?;
-        parser.set_check(Checker::new(algo, objects, links, strict, rules));
+        let checker = checks.checker(parser.algo())?;
+        parser.set_check(checker);
         Ok(())
     }
 
