@@ -18,6 +18,7 @@ backwards). That is what Git's write_one() does, and the only change made to an 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,17 @@ class OrderInput:
     @property
     def count(self) -> int:
         return len(self.kinds)
+
+    # Computed once per input: an order's regions ask for them in turn (paths: trees, blobs).
+    @functools.cached_property
+    def roots(self) -> np.ndarray:
+        """The root of each object's delta chain (itself for a whole object)."""
+        return delta_roots(self.base)
+
+    @functools.cached_property
+    def depth_first(self) -> np.ndarray:
+        """Each object's place in a depth-first walk of its delta family (families.py)."""
+        return depth_first_positions(self.base)
 
 
 def git_write_order(kinds: np.ndarray, tagged: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -179,7 +191,7 @@ def _interleaved_phases(objs: OrderInput, window: int) -> WriteOrder:
 def _families(w: WriteOrder, objs: OrderInput, rest: np.ndarray) -> None:
     start, child = children_lists(objs.base)
     waiting = rest[~w.filled[rest]]
-    roots = delta_roots(objs.base)[waiting]
+    roots = objs.roots[waiting]
     _, first = np.unique(roots, return_index=True)
     w.add_families(roots[np.sort(first)], start, child)
 
@@ -207,7 +219,7 @@ def interleaved_recent_families(objs: OrderInput) -> np.ndarray:
     come first, for packing recent history."""
     w = _interleaved_phases(objs, 1)
     assert objs.intro is not None
-    roots = delta_roots(objs.base)
+    roots = objs.roots
     rest = np.arange(objs.count)
     waiting = rest[~w.filled[rest]]
     root_of = roots[waiting]
@@ -232,14 +244,14 @@ def depth_first_family_order(objs: OrderInput, rest: np.ndarray, filled: np.ndar
     waiting = rest[~filled[rest]]
     if not len(waiting):
         return waiting.astype(np.int64)
-    roots = delta_roots(objs.base)
+    roots = objs.roots
     first_roots = roots[waiting]
     _, first = np.unique(first_roots, return_index=True)
     family_rank = np.full(objs.count, -1, dtype=np.int64)
     family_rank[first_roots[np.sort(first)]] = np.arange(len(first))
     members = np.flatnonzero(family_rank[roots] >= 0)
     members = members[~filled[members]]
-    key = family_rank[roots[members]] * (objs.count + 1) + depth_first_positions(objs.base)[members]
+    key = family_rank[roots[members]] * (objs.count + 1) + objs.depth_first[members]
     return members[np.argsort(key, kind="stable")]
 
 
@@ -406,7 +418,7 @@ def _unreleased_families_first(objs: OrderInput, rest: np.ndarray) -> np.ndarray
     HEAD, in no tag) moved ahead of the others, each group in its own order."""
     if objs.unreleased is None:
         return rest
-    roots = delta_roots(objs.base)
+    roots = objs.roots
     touched = np.zeros(objs.count, dtype=bool)
     touched[roots[objs.unreleased & (objs.kinds == BLOB)]] = True
     return rest[np.argsort(~touched[roots[rest]], kind="stable")]

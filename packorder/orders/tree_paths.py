@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from packorder.orders.families import WriteOrder, delta_roots, depth_first_positions
+from packorder.orders.families import WriteOrder
 from packorder.orders.permutations import BLOB, TREE, OrderInput, history_blob_order, tag_tips_and_commits
 
 
@@ -61,8 +61,8 @@ def trees_by_path(objs: OrderInput, trees: np.ndarray) -> np.ndarray:
     seen), each family depth first."""
     assert objs.name_hash is not None and objs.on_head is not None
     group = first_seen_rank(objs.name_hash[trees])
-    family = first_seen_rank(delta_roots(objs.base)[trees])
-    within = depth_first_positions(objs.base)[trees]
+    family = first_seen_rank(objs.roots[trees])
+    within = objs.depth_first[trees]
     return trees[np.lexsort((within, family, ~objs.on_head[trees], group))]
 
 
