@@ -9,15 +9,17 @@ RSS (the child's ru_maxrss), and check that every tool wrote the same .idx bytes
 packorder the same .rev).
 
     scripts/bench_index_pack.py PACK [PACK...] [--runs 5] [--threads N] [--git /usr/bin/git]
-        [--libgit2] [--dulwich] [--gix PATH] [--other-runs N] [--index-arg=--strict ...] [--stdin]
-        [--object-format sha256]
+        [--libgit2] [--dulwich] [--gix PATH] [--other-runs N] [--index-arg=--strict ...]
+        [--stdin [--pipe]] [--object-format sha256]
 
 `--index-arg` passes an option to both `git index-pack` and `packorder index-pack` (for
 example --strict, the object checks a server runs on every push). Both run in an empty bare
 repository, as a server indexes the first push of a history (Git 2.47 crashes on --strict
 outside one). With `--stdin` the pack comes on standard input and is stored in that
 repository, as receive-pack runs index-pack (with --strict, Git reads the .gitattributes
-blobs trees name back from the stored pack, which it cannot do with `-o` elsewhere).
+blobs trees name back from the stored pack, which it cannot do with `-o` elsewhere): from the
+file itself, or with `--pipe` through a pipe from `cat`, as receive-pack hands it over (both
+indexers then read it in Git's reads of 4096 bytes, and make their first pass on one thread).
 
 libgit2's indexer reads a pack as a stream (`git_indexer_append`) and writes a copy of it
 beside the index, as `git index-pack --stdin` does; there is no call indexing a pack file in
