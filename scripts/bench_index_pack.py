@@ -224,6 +224,8 @@ def main() -> None:
         "--object-format", default="sha1", help="the packs' hash: the empty repository both index in has it (sha256)"
     )
     args = ap.parse_args()
+    if args.pipe and not args.stdin:
+        ap.error("--pipe feeds --stdin: give both")
     script = shutil.which("packorder")
     packorder = [script] if script else [sys.executable, "-m", "packorder"]
     for pack in args.packs:
