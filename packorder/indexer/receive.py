@@ -154,7 +154,7 @@ def _stream(
     started, shown = False, 0
     with pack_errors():
         while True:
-            objects, count, used, total = parser.counts()
+            objects, count, used, _ = parser.counts()
             if not started and used >= PACK_HEADER_LEN:
                 start_phase(progress, title)  # Git's start, once it has the header
                 started = True
@@ -167,11 +167,14 @@ def _stream(
             counting = parser.in_entries  # Git counts the bytes read for the entries
             data = read(want)
             if not data:
-                raise PackError("early EOF")
+                parser.end_of_input()
+                if parser.want():
+                    raise PackError("early EOF")
+                continue
             out.write(data)
-            if counting:
-                show_bytes(progress, total + len(data))
             parser.feed(data)
+            if counting:
+                show_bytes(progress, parser.counts()[3])
     if parser.over_limit:
         raise too_large(limit or 0)
     out.truncate(parser.counts()[2])

@@ -7,7 +7,7 @@ use crate::fsck::{Checker, Seen};
 use crate::index::table::Table;
 use crate::pack::entry::{is_delta, parse_header, EntryHeader, ObjectId, MAX_HEADER_LEN, OBJ_BLOB};
 use crate::pack::hash::ObjectHasher;
-use crate::pack::inflate::{looks_like_zlib, Inflater};
+use crate::pack::inflate::{deflated_bound, looks_like_zlib, Inflater};
 use crate::pack::source::{PackFile, Window};
 
 /// Entries whose inflated size exceeds this are inflated in a stream, never held whole here
@@ -24,11 +24,6 @@ pub(crate) const SYNC_SPAN: u64 = 8 << 20;
 /// Largest entry a boundary guess is checked against: guesses are mostly false, and a false
 /// header can declare any size, which must not make us allocate it.
 const PROBE_LIMIT: u64 = 1 << 20;
-
-/// zlib's compressBound: no stream a zlib deflater writes for `size` bytes is longer.
-fn compress_bound(size: u64) -> u64 {
-    size + (size >> 12) + (size >> 14) + (size >> 25) + 13
-}
 
 /// What inflating one entry gives: compressed bytes used, CRC32 of the raw entry, and the id
 /// of a whole object.
@@ -119,7 +114,7 @@ impl<'a> Scanner<'a> {
             self.scratch.resize(size, 0);
         }
         let mut want =
-            (h.header_len as u64 + compress_bound(h.size)).min(MAX_WINDOW as u64) as usize;
+            (h.header_len as u64 + deflated_bound(h.size)).min(MAX_WINDOW as u64) as usize;
         loop {
             let buf = self.window.at(offset, want)?;
             let have = buf.len();

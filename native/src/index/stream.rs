@@ -1,10 +1,18 @@
-//! A pack read from a stream (`index-pack --stdin`) as Git reads it: through a buffer of
-//! 4096 bytes, asking for more only when the parse of the pack needs it, and stopping at the
-//! pack's trailer. Git's read(2) calls ask for whatever fills its buffer, so how far it reads
-//! past the pack (bytes it then echoes to stdout) follows from where its parse needs data:
-//! one byte at a time for the entry headers and the zlib streams (a read only when its buffer
-//! is empty), 12 bytes at once for the pack header, and the hash's length at once for a
-//! REF_DELTA's base and for the trailer (a read when fewer than that are buffered).
+//! A pack read from a stream (`index-pack --stdin`), ending its reads where Git's would end.
+//! Git reads through a buffer of 4096 bytes, asking for more only when the parse of the pack
+//! needs it, and stops at the pack's trailer. Its read(2) calls ask for whatever fills its
+//! buffer, so how far it reads past the pack (bytes it then echoes to stdout) follows from
+//! where its parse needs data: one byte at a time for the entry headers and the zlib streams
+//! (a read only when its buffer is empty), 12 bytes at once for the pack header, and the
+//! hash's length at once for a REF_DELTA's base and for the trailer (a read when fewer than
+//! that are buffered).
+//!
+//! The parser keeps Git's reads as a count (`git_end`, where Git's buffer ends) and reads
+//! ahead of them in large reads, but only as far as the pack must still reach: every entry
+//! left is at least MIN_ENTRY bytes, and the trailer follows. Near the end the reads are
+//! Git's own, so the pack's last read ends where Git's ends whenever a read gets all it asks
+//! for. Reading ahead saves most of the read(2) calls and lets most entries inflate whole
+//! (libdeflate) instead of through a stream.
 //!
 //! The caller reads; this parser says how much to ask for (`want`), takes what came
 //! (`feed`), and finds where each entry ends by inflating it; what inflating finds (ids,
@@ -15,17 +23,25 @@ use crate::fsck::Checker;
 use crate::index::received::{Indexed, Recorder};
 use crate::index::scan::PackHeader;
 use crate::pack::entry::{parse_header, HashAlgo, OBJ_OFS_DELTA, OBJ_REF_DELTA};
-use crate::pack::inflate::Inflater;
+use crate::pack::inflate::{deflated_bound, Inflater};
 
 /// Git's input buffer (index-pack's `input_buffer`).
 pub const BUFFER: usize = 4096;
+/// The most one read asks for ahead of Git's reads: what a pipe holds by default, so a
+/// larger read would get no more from one.
+const AHEAD: u64 = 64 << 10;
+/// The shortest entry of a valid pack: a header byte, then a zlib stream (its 2-byte header,
+/// an empty fixed-Huffman block of 2 bytes, the 4-byte Adler-32).
+const MIN_ENTRY: u64 = 9;
 /// Output of a streamed inflate, thrown away (zlib keeps its own window).
 const SCRATCH: usize = 64 << 10;
-/// Entries up to this size are first inflated whole from what is buffered (libdeflate,
-/// several times faster than streaming small entries); a stream that is not all buffered
-/// yet fails that and is streamed. Not tried when the entry inflates to more than
-/// WHOLE_RATIO times what is buffered: its stream is most likely longer (a failed attempt
-/// costs an inflate of the buffer; libgit2's pack: 0.75 s of CPU to receive instead of 0.80).
+/// Entries up to WHOLE_LIMIT are first inflated whole from what is buffered (libdeflate,
+/// several times faster than streaming them with zlib): the parser reads ahead until the
+/// longest stream of the entry's size is buffered, where the pack must hold that much. A
+/// stream that is not all buffered even so (near the pack's end) fails that and is
+/// streamed; that is not tried when the entry inflates to more than WHOLE_RATIO times what is
+/// buffered: its stream is most likely longer (a failed attempt costs an inflate of the
+/// buffer).
 const WHOLE_RATIO: u64 = 8;
 const WHOLE_LIMIT: u64 = 4 << 20;
 
@@ -55,6 +71,11 @@ pub struct PackStream {
     used: u64,
     /// Bytes read in all (a header the caller read counts as read).
     read: u64,
+    /// Where Git's reads would have reached (its buffer's end), given reads that get all
+    /// they ask for: at most `read` once a read has come short of it.
+    git_end: u64,
+    /// The input ended: parse what is buffered without waiting for more.
+    eof: bool,
     step: Step,
     version: u32,
     count: u32,
@@ -97,6 +118,8 @@ impl PackStream {
             start: 0,
             used: 0,
             read: header.len() as u64,
+            git_end: header.len() as u64,
+            eof: false,
             step: Step::Header,
             version: 0,
             count: 0,
@@ -120,14 +143,55 @@ impl PackStream {
         &self.buf[self.start..]
     }
 
-    /// How many bytes the next read asks for (Git's `sizeof(input_buffer) - input_len`), or 0
-    /// when the pack is complete or the parse stopped.
+    /// How many bytes the next read asks for, or 0 when the pack is complete (and Git's last
+    /// read is made) or the parse stopped: the rest of Git's latest read, or more where the
+    /// pack must still hold more.
     pub fn want(&self) -> usize {
-        if self.step == Step::Done || self.over_limit {
+        if self.over_limit {
+            return 0;
+        }
+        let git = self.git_end.saturating_sub(self.read);
+        let ahead = if self.step == Step::Done {
             0
         } else {
-            BUFFER - self.buffered().len()
+            self.must_hold().saturating_sub(self.read).min(AHEAD)
+        };
+        git.max(ahead) as usize
+    }
+
+    /// How long the pack is at least, from what is parsed: reading up to here never reads
+    /// past its end (a broken pack may be shorter; its error comes all the same).
+    fn must_hold(&self) -> u64 {
+        let rawsz = self.algo.rawsz() as u64;
+        match self.step {
+            Step::Header => 12 + rawsz,
+            Step::Trailer => self.used + rawsz,
+            Step::Done => self.used,
+            _ => self.used + u64::from(self.count - self.objects - 1) * MIN_ENTRY + rawsz,
         }
+    }
+
+    /// Git's parse needs `n` bytes at once where it stands: with fewer in its buffer, it
+    /// reads, and its buffer then ends 4096 bytes past where it stands.
+    fn git_needs(&mut self, n: u64) {
+        if self.git_end < self.used + n {
+            self.git_end = self.used + BUFFER as u64;
+        }
+    }
+
+    /// Git's parse went on to `end` inflating: each time its buffer ran out before, it read
+    /// again (a zlib stream takes what is buffered, and a read only follows an empty buffer).
+    fn git_streamed_to(&mut self, end: u64) {
+        if end > self.git_end {
+            self.git_end += (end - self.git_end).div_ceil(BUFFER as u64) * BUFFER as u64;
+        }
+    }
+
+    /// The input ended: whatever the parse waited for to read ahead, it takes what it has.
+    pub fn end_of_input(&mut self) -> Result<()> {
+        self.eof = true;
+        self.git_end = self.git_end.min(self.read);
+        self.parse()
     }
 
     /// Whether the parse is among the pack's entries (Git shows the bytes read then).
@@ -143,9 +207,14 @@ impl PackStream {
         self.over_limit
     }
 
-    /// (entries read, entries the header declares, bytes used, bytes read)
+    /// (entries read, entries the header declares, bytes used, bytes Git's reads had read)
     pub fn counts(&self) -> (u32, u32, u64, u64) {
-        (self.objects, self.count, self.used, self.read)
+        (
+            self.objects,
+            self.count,
+            self.used,
+            self.git_end.min(self.read),
+        )
     }
 
     /// The bytes read past what was used: after the trailer, those past the pack's end.
@@ -177,6 +246,7 @@ impl PackStream {
         }
         self.start += n;
         self.used += n as u64;
+        self.git_streamed_to(self.used);
         if self.limit != 0 && self.used > self.limit {
             self.over_limit = true;
         }
@@ -185,11 +255,12 @@ impl PackStream {
     /// Take the bytes of one read (at most `want()` of them) and parse as far as they go.
     pub fn feed(&mut self, data: &[u8]) -> Result<()> {
         assert!(data.len() <= self.want(), "read more than asked for");
-        // Git moves what is left to the buffer's start before it reads.
         self.buf.drain(..self.start);
         self.start = 0;
         self.buf.extend_from_slice(data);
         self.read += data.len() as u64;
+        // A read that came short of Git's: Git's would have come short as well, there.
+        self.git_end = self.git_end.min(self.read);
         self.parse()
     }
 
@@ -200,6 +271,7 @@ impl PackStream {
             match self.step {
                 Step::Done => return Ok(()),
                 Step::Header => {
+                    self.git_needs(12);
                     if have < 12 {
                         return Ok(());
                     }
@@ -221,6 +293,7 @@ impl PackStream {
                     self.next_entry();
                 }
                 Step::Size | Step::Offset => {
+                    self.git_needs(1);
                     if have == 0 {
                         return Ok(());
                     }
@@ -239,6 +312,7 @@ impl PackStream {
                     }
                 }
                 Step::BaseId => {
+                    self.git_needs(rawsz as u64);
                     if have < rawsz {
                         return Ok(());
                     }
@@ -248,12 +322,14 @@ impl PackStream {
                     self.step = self.start_data()?;
                 }
                 Step::Data => {
-                    if have == 0 {
+                    self.git_needs(1);
+                    if have == 0 || self.waits_to_inflate_whole(have) {
                         return Ok(());
                     }
                     self.inflate()?;
                 }
                 Step::Trailer => {
+                    self.git_needs(rawsz as u64);
                     if have < rawsz {
                         return Ok(());
                     }
@@ -261,6 +337,12 @@ impl PackStream {
                     self.rec.trailer(trailer, self.used)?;
                     self.take(rawsz);
                     self.step = Step::Done;
+                    // What reading ahead and inflating whole held is not needed again
+                    // (the deltas are resolved next, beside this parser).
+                    self.buf.drain(..self.start);
+                    self.buf.shrink_to_fit();
+                    self.start = 0;
+                    self.scratch = Vec::new();
                 }
             }
         }
@@ -286,6 +368,16 @@ impl PackStream {
         self.fresh = true;
         self.inflater.stream.reset(true);
         Ok(Step::Data)
+    }
+
+    /// Whether to read more before inflating a fresh entry of which `have` bytes are
+    /// buffered: while the pack must hold more, read until the longest stream of its size is.
+    fn waits_to_inflate_whole(&self, have: usize) -> bool {
+        self.fresh
+            && !self.eof
+            && self.size <= WHOLE_LIMIT
+            && (have as u64) < deflated_bound(self.size)
+            && self.read < self.must_hold()
     }
 
     fn entry_done(&mut self) {

@@ -28,6 +28,11 @@ pub fn inflated_bound(compressed: u64) -> u64 {
     compressed.saturating_mul(1032).saturating_add(1024)
 }
 
+/// zlib's compressBound: no stream a zlib deflater writes for `size` bytes is longer.
+pub fn deflated_bound(size: u64) -> u64 {
+    size + (size >> 12) + (size >> 14) + (size >> 25) + 13
+}
+
 impl InflateFailure {
     pub fn describe(self, declared: u64) -> String {
         match self {

@@ -57,8 +57,8 @@ impl PackStream {
         Ok(())
     }
 
-    /// How many bytes to read next (Git's read size), 0 once the pack is complete or the
-    /// limit is passed.
+    /// How many bytes to read next (the rest of Git's read, or more within the pack), 0 once
+    /// the pack is complete or the limit is passed.
     fn want(&self) -> usize {
         self.parser().want()
     }
@@ -73,6 +73,14 @@ impl PackStream {
             ));
         }
         py.detach(|| parser.feed(data)).map_err(to_py_err)
+    }
+
+    /// The input ended (a read got nothing): parse what is buffered; what the parse still
+    /// wants after that, it cannot have (`want()` > 0: the pack ended early).
+    fn end_of_input(&self, py: Python<'_>) -> PyResult<()> {
+        let mut guard = self.parser();
+        let parser = &mut *guard;
+        py.detach(|| parser.end_of_input()).map_err(to_py_err)
     }
 
     /// Whether the parse is among the pack's entries (past its header, before its trailer).
@@ -91,7 +99,7 @@ impl PackStream {
         self.parser().over_limit()
     }
 
-    /// (entries read, entries the header declares, bytes used, bytes read).
+    /// (entries read, entries the header declares, bytes used, bytes Git's reads had read).
     fn counts(&self) -> (u32, u32, u64, u64) {
         self.parser().counts()
     }
