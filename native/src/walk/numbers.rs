@@ -79,6 +79,21 @@ impl ObjectNumbers {
         }
     }
 
+    /// Start loading the slot where `head` would be, for a `get` shortly after: the table
+    /// is far larger than the caches, so each look-up is a miss otherwise.
+    pub fn prefetch(&self, head: &[u8; HEAD]) {
+        let slot = &self.slots[self.home(head)];
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch only hints the cache; the address is a valid slot.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                (slot as *const Slot).cast::<i8>(),
+            );
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = slot;
+    }
+
     /// Ids are uniformly distributed: eight of their bytes, scaled to the table, place them.
     fn home(&self, head: &[u8; HEAD]) -> usize {
         let h = u64::from_le_bytes(head[4..12].try_into().unwrap());
@@ -140,6 +155,13 @@ impl Numbering {
         let n = self.table.get(id)?;
         // The table holds 20 bytes of an id: a longer one is confirmed whole.
         (id.len() <= HEAD || self.id_of(n) == id).then_some(n)
+    }
+
+    /// Start loading what `number` will read for an id starting with `head`.
+    pub fn prefetch(&self, head: &[u8]) {
+        if let Some(head) = head.get(..HEAD) {
+            self.table.prefetch(head.try_into().unwrap());
+        }
     }
 
     pub fn id_of(&self, n: u32) -> &ObjectId {

@@ -272,6 +272,11 @@ impl ObjectDb {
         self.numbering.number(id)
     }
 
+    /// Start loading what `number` will read for an id starting with `head`.
+    pub fn prefetch(&self, head: &[u8]) {
+        self.numbering.prefetch(head);
+    }
+
     /// Where object `n` is.
     pub fn place(&self, n: u32) -> Found {
         match self.numbering.split(n) {

@@ -138,6 +138,14 @@ impl TreeCursor {
         Ok(Some(found))
     }
 
+    /// The id of the entry after the one `next` gave last, if it has one: what the walk may
+    /// look up next (unless it is passed over).
+    pub fn peek_id(&self) -> Option<&[u8]> {
+        let rest = self.data.get(self.at..)?;
+        let nul = memchr::memchr(0, rest)?;
+        rest.get(nul + 1..nul + 1 + self.id.algo().rawsz())
+    }
+
     /// The entry `next` gave last names object `number` (numbers.rs; GITLINK for a gitlink).
     pub fn number(&mut self, number: u32) {
         if let Some(last) = self.entries.numbers.last_mut() {

@@ -227,6 +227,9 @@ impl<'a> Walker<'a> {
                     .finish(&mut self.walked, Some(&mut self.paths), numbered);
                 continue;
             };
+            if let Some(next) = top.tree.peek_id() {
+                self.db.prefetch(next);
+            }
             let gitlink = entry.mode & 0o170000 == MODE_GITLINK;
             let number = match gitlink {
                 true => None,
