@@ -149,7 +149,8 @@ def _stream(
     progress: ProgressCallback | None,
     title: str,
 ) -> bytes:
-    """Read the pack as Git reads it, into `parser`; returns what was read past its end."""
+    """Read the pack into `parser`, as far as Git's reads would go (PackStream says how much
+    to ask for); returns what was read past its end."""
     read = _reader(stream)
     started, shown = False, 0
     with pack_errors():

@@ -27,14 +27,20 @@ fn pack(entries: &[Vec<u8>]) -> Vec<u8> {
 
 /// Feed `input` as a pipe holding all of it answers every read; returns bytes read.
 fn run(s: &mut PackStream, input: &[u8]) -> Result<u64> {
-    let mut at = 0;
+    Ok(run_reads(s, input, usize::MAX)?.0)
+}
+
+/// Feed `input` in reads of at most `most` bytes; returns bytes read and the reads made.
+fn run_reads(s: &mut PackStream, input: &[u8], most: usize) -> Result<(u64, usize)> {
+    let (mut at, mut reads) = (0, 0);
     while s.want() > 0 {
-        let n = s.want().min(input.len() - at);
+        let n = s.want().min(input.len() - at).min(most);
         assert!(n > 0, "early EOF");
         s.feed(&input[at..at + n])?;
         at += n;
+        reads += 1;
     }
-    Ok(at as u64)
+    Ok((at as u64, reads))
 }
 
 #[test]
@@ -286,50 +292,41 @@ fn git_reads(parts: &[Part], rawsz: u64) -> (u64, usize) {
     (end, reads.get())
 }
 
-#[test]
-fn reading_ahead_ends_where_git_s_reads_end() {
+/// A pack of `varied_entries`, and it followed by 10,000 bytes, as a pipe would hold them.
+fn varied_input() -> (Vec<Part>, Vec<u8>, Vec<u8>) {
     let parts = varied_entries(6000);
     let entries: Vec<Vec<u8>> = parts.iter().map(|p| p.bytes.clone()).collect();
     let p = pack(&entries);
     let mut input = p.clone();
     input.extend(std::iter::repeat_n(b'j', 10_000));
+    (parts, p, input)
+}
+
+#[test]
+fn reading_ahead_ends_where_git_s_reads_end() {
+    let (parts, p, input) = varied_input();
     let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
-    let mut reads = 0;
-    let mut at = 0;
-    while s.want() > 0 {
-        let n = s.want().min(input.len() - at);
-        s.feed(&input[at..at + n]).unwrap();
-        at += n;
-        reads += 1;
-    }
+    let (at, reads) = run_reads(&mut s, &input, usize::MAX).unwrap();
     assert!(s.done());
     assert_eq!(s.counts().2, p.len() as u64);
     let (git, git_reads) = git_reads(&parts, 20);
-    assert_eq!((at as u64, s.counts().3), (git, git));
-    assert_eq!(s.rest(), &input[p.len()..at]);
+    assert_eq!((at, s.counts().3), (git, git));
+    assert_eq!(s.rest(), &input[p.len()..at as usize]);
     // Far fewer reads than Git's (read ahead at most 9 bytes an entry left: 54 KB here).
     assert!(reads * 2 < git_reads, "{reads} reads, Git's {git_reads}");
 }
 
 #[test]
 fn short_reads_stop_within_a_buffer_past_the_pack() {
-    let parts = varied_entries(6000);
-    let entries: Vec<Vec<u8>> = parts.iter().map(|p| p.bytes.clone()).collect();
-    let p = pack(&entries);
-    let mut input = p.clone();
-    input.extend(std::iter::repeat_n(b'j', 10_000));
+    let (_, p, input) = varied_input();
     for most in [1, 700, 5000] {
         let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
-        let mut at = 0;
-        while s.want() > 0 {
-            let n = s.want().min(most);
-            s.feed(&input[at..at + n]).unwrap();
-            at += n;
-        }
+        let at = run_reads(&mut s, &input, most).unwrap().0;
         assert_eq!(s.counts().2, p.len() as u64);
-        assert!(at <= p.len() + 4096, "read {} past the pack", at - p.len());
-        assert_eq!(s.counts().3, at as u64);
-        assert_eq!(s.rest(), &input[p.len()..at]);
+        let past = at - p.len() as u64;
+        assert!(past <= 4096, "read {past} past the pack");
+        assert_eq!(s.counts().3, at);
+        assert_eq!(s.rest(), &input[p.len()..at as usize]);
     }
 }
 
