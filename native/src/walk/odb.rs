@@ -5,6 +5,7 @@
 //! role of Git's core.deltaBaseCacheLimit), since the versions of one tree delta against
 //! each other and come close together in a walk.
 
+use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -20,6 +21,11 @@ use crate::walk::pack_index::IndexedPack;
 /// Where an object is: entry `offset` of pack `pack`.
 type Link = (u32, u64);
 
+/// Entries up to this size are read whole when their header is asked for: the decode
+/// inflates the entry it asked about next, nearly always (a tree's delta, whose base is
+/// cached), and one read then serves both.
+const READ_WHOLE: u64 = 64 << 10;
+
 /// The packs as chain links; remembers the type of the chain root it last reached.
 struct PackLinks<'a> {
     packs: &'a [IndexedPack],
@@ -30,6 +36,8 @@ struct PackLinks<'a> {
     /// The entry asked for, and the base it is a delta against once found.
     start: Link,
     start_base: Option<Link>,
+    /// The entry `bufs.ahead` holds whole, read for its header.
+    ahead_of: Cell<Option<Link>>,
 }
 
 /// What a reader reuses from one read to the next.
@@ -38,6 +46,8 @@ struct Buffers {
     inflater: Inflater,
     raw: Vec<u8>,
     delta: Vec<u8>,
+    /// An entry read whole for its header (`base` takes `&self`).
+    ahead: RefCell<Vec<u8>>,
 }
 
 impl<'a> PackLinks<'a> {
@@ -56,6 +66,7 @@ impl<'a> PackLinks<'a> {
             root_kind: 0,
             start,
             start_base: None,
+            ahead_of: Cell::new(None),
         }
     }
 
@@ -89,7 +100,18 @@ impl ChainLinks for PackLinks<'_> {
     type Link = Link;
 
     fn base(&self, &(p, offset): &Link) -> Result<Option<Link>> {
-        self.base_link((p, offset), self.header((p, offset))?.base)
+        let pack = &self.packs[p as usize];
+        let end = pack.end_of(offset);
+        if end <= offset || end - offset > READ_WHOLE {
+            return self.base_link((p, offset), self.header((p, offset))?.base);
+        }
+        let mut ahead = self.bufs.ahead.borrow_mut();
+        ahead.resize((end - offset) as usize, 0);
+        pack.pack.read_exact_at(&mut ahead, offset)?;
+        self.ahead_of.set(Some((p, offset)));
+        let head = parse_header(&ahead, offset, pack.pack.algo)?
+            .ok_or_else(|| pack.corrupt(offset, "entry header cut off"))?;
+        self.base_link((p, offset), head.base)
     }
 
     fn take_buffer(&mut self) -> Vec<u8> {
@@ -98,12 +120,16 @@ impl ChainLinks for PackLinks<'_> {
 
     fn inflate(&mut self, &(p, offset): &Link, out: &mut Vec<u8>) -> Result<()> {
         let pack = &self.packs[p as usize];
-        let end = pack.end_of(offset);
-        if end <= offset {
-            return Err(pack.corrupt(offset, "entry outside the pack"));
+        if self.ahead_of.take() == Some((p, offset)) {
+            std::mem::swap(&mut self.bufs.raw, self.bufs.ahead.get_mut());
+        } else {
+            let end = pack.end_of(offset);
+            if end <= offset {
+                return Err(pack.corrupt(offset, "entry outside the pack"));
+            }
+            self.bufs.raw.resize((end - offset) as usize, 0);
+            pack.pack.read_exact_at(&mut self.bufs.raw, offset)?;
         }
-        self.bufs.raw.resize((end - offset) as usize, 0);
-        pack.pack.read_exact_at(&mut self.bufs.raw, offset)?;
         let head = parse_header(&self.bufs.raw, offset, pack.pack.algo)?
             .ok_or_else(|| pack.corrupt(offset, "entry header cut off"))?;
         if !is_delta(head.kind) {
