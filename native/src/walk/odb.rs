@@ -12,7 +12,9 @@ use std::sync::Arc;
 use crate::error::{PackError, Result};
 use crate::pack::delta::{copied_ranges, Copied};
 use crate::pack::delta_chain::{decode, BaseCache, ChainLinks, ChainStats, Object};
-use crate::pack::entry::{is_delta, parse_header, BaseRef, HashAlgo, ObjectId, MAX_HEADER_LEN};
+use crate::pack::entry::{
+    is_delta, parse_header, BaseRef, EntryHeader, HashAlgo, ObjectId, MAX_HEADER_LEN,
+};
 use crate::pack::inflate::Inflater;
 use crate::pack::lru::Lru;
 use crate::walk::numbers::Numbering;
@@ -25,6 +27,12 @@ type Link = (u32, u64);
 /// inflates the entry it asked about next, nearly always (a tree's delta, whose base is
 /// cached), and one read then serves both.
 const READ_WHOLE: u64 = 64 << 10;
+
+/// The header of the entry at `offset` of `pack`, from `bytes` read there.
+fn header_in(pack: &IndexedPack, bytes: &[u8], offset: u64) -> Result<EntryHeader> {
+    parse_header(bytes, offset, pack.pack.algo)?
+        .ok_or_else(|| pack.corrupt(offset, "entry header cut off"))
+}
 
 /// The packs as chain links; remembers the type of the chain root it last reached.
 struct PackLinks<'a> {
@@ -70,12 +78,11 @@ impl<'a> PackLinks<'a> {
         }
     }
 
-    fn header(&self, (p, offset): Link) -> Result<crate::pack::entry::EntryHeader> {
+    fn header(&self, (p, offset): Link) -> Result<EntryHeader> {
         let pack = &self.packs[p as usize];
         let mut buf = [0u8; MAX_HEADER_LEN];
         let n = pack.pack.read_upto(&mut buf, offset, pack.end_of(offset))?;
-        parse_header(&buf[..n], offset, pack.pack.algo)?
-            .ok_or_else(|| pack.corrupt(offset, "entry header cut off"))
+        header_in(pack, &buf[..n], offset)
     }
 
     /// The entry the header of `(p, offset)` names as its base.
@@ -109,9 +116,7 @@ impl ChainLinks for PackLinks<'_> {
         ahead.resize((end - offset) as usize, 0);
         pack.pack.read_exact_at(&mut ahead, offset)?;
         self.ahead_of.set(Some((p, offset)));
-        let head = parse_header(&ahead, offset, pack.pack.algo)?
-            .ok_or_else(|| pack.corrupt(offset, "entry header cut off"))?;
-        self.base_link((p, offset), head.base)
+        self.base_link((p, offset), header_in(pack, &ahead, offset)?.base)
     }
 
     fn take_buffer(&mut self) -> Vec<u8> {
@@ -130,8 +135,7 @@ impl ChainLinks for PackLinks<'_> {
             self.bufs.raw.resize((end - offset) as usize, 0);
             pack.pack.read_exact_at(&mut self.bufs.raw, offset)?;
         }
-        let head = parse_header(&self.bufs.raw, offset, pack.pack.algo)?
-            .ok_or_else(|| pack.corrupt(offset, "entry header cut off"))?;
+        let head = header_in(pack, &self.bufs.raw, offset)?;
         if !is_delta(head.kind) {
             self.root_kind = head.kind;
         } else if (p, offset) == self.start {
