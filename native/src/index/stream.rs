@@ -151,11 +151,7 @@ impl PackStream {
             return 0;
         }
         let git = self.git_end.saturating_sub(self.read);
-        let ahead = if self.step == Step::Done {
-            0
-        } else {
-            self.must_hold().saturating_sub(self.read).min(AHEAD)
-        };
+        let ahead = self.must_hold().saturating_sub(self.read).min(AHEAD);
         git.max(ahead) as usize
     }
 
@@ -190,8 +186,7 @@ impl PackStream {
     /// The input ended: whatever the parse waited for to read ahead, it takes what it has.
     pub fn end_of_input(&mut self) -> Result<()> {
         self.eof = true;
-        self.git_end = self.git_end.min(self.read);
-        self.parse()
+        self.feed(&[]) // a read that got nothing: Git's ends here too
     }
 
     /// Whether the parse is among the pack's entries (Git shows the bytes read then).
