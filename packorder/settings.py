@@ -66,5 +66,16 @@ def physical_memory() -> int:
 
 
 def peak_rss() -> int:
-    """This process's peak resident memory so far, in bytes."""
+    """This process's peak resident memory so far, in bytes.
+
+    From VmHWM where Linux has it: `ru_maxrss` survives exec, so a repack started by a large
+    process (a fleet's worker, after triaging a big repository) would report its parent's
+    resident size at the fork (its peak ever, after a vfork) instead of its own."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -44,6 +44,17 @@ def test_a_repack_over_its_memory_limit_fails_alone(repo: Repo) -> None:
     assert record["packs_after"] == record["packs_before"] == 0
 
 
+def test_a_repack_records_its_own_peak_memory_not_its_parents(repo: Repo) -> None:
+    # A worker that triaged a large repository is large; the repack it forks must not report
+    # the worker's resident size as its own (ru_maxrss survives exec).
+    ballast = bytearray(400 << 20)
+    ballast[:: 1 << 12] = b"x" * len(range(0, len(ballast), 1 << 12))
+    record = repack_one(str(repo.git_dir), "recency", timeout=60, address_space=4 << 30)
+    del ballast
+    assert record["status"] == "done"
+    assert 0 < record["rss_bytes"] < 300 << 20
+
+
 def triaged(name: str, gain: float, seconds: float) -> Triage:
     t = Triage(Path(name), "recency", share_now=0.5, share_after=0.5 + gain / 100, estimated_seconds=seconds)
     return t
