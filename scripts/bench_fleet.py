@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The fleet layer's numbers (docs/fleet.md): triage time, repack throughput, the
-scheduler's overhead, the cost model's fit, and the predicted share against seekstats.
+scheduler's overhead, the cost model's estimates against the repacks, and the predicted share against seekstats.
 
     scripts/bench_fleet.py DIR [--triage 1000] [--repack 200] [--workers N] [--calibrate] [--real REPO ...]
 
@@ -13,8 +13,8 @@ top), then:
 2. repacks `--repack` others on a LocalCluster of `--workers` workers, once with one
    repository a task and once batched, printing repositories and GB an hour a worker core,
    the scheduler's overhead (wall time x workers, less the repacks' own time, a task) next
-   to a small repository's repack, and a least-squares fit of the repack's time and peak
-   RSS on objects and bytes (cost.py's coefficients);
+   to a small repository's repack, and cost.py's estimates against the repacks measured
+   (scripts/calibrate_cost.py fits its coefficients);
 3. with `--calibrate`, the predicted share of index-pack seeks under 2 MiB against seekstats
    (strace) on some generated repositories of each size, with Git's default threads, before
    and after a repack, and the prediction after it from Git's walk (as triage planned before
@@ -188,22 +188,20 @@ def bench_repack(root: Path, n: int, workers: int) -> None:
             f"{100 * (busy - repack_s) / busy:.1f}% of it; a small repository's repack (median, <200 objects) "
             + (f"{1000 * small[len(small) // 2]:.0f} ms" if small else "-")
         )
-    fit(records_all)
+    estimates_against(records_all)
 
 
-def fit(records: list[dict]) -> None:
+def estimates_against(records: list[dict]) -> None:
+    """cost.py's estimates against these repacks (scripts/calibrate_cost.py fits them)."""
     done = [r for r in records if r["status"] == "done" and r.get("objects")]
-    x = np.array([[1.0, r["objects"], r["bytes_before"]] for r in done])
     secs = np.array([r["seconds"] for r in done])
     rss = np.array([r["rss_bytes"] for r in done], dtype=float)
-    (a, b, c), *_ = np.linalg.lstsq(x, secs, rcond=None)
-    (d, e, f), *_ = np.linalg.lstsq(x, rss, rcond=None)
     est = np.array([r["estimated_seconds"] for r in done])
-    print(f"time fit: {a:.3f} s + {b * 1e6:.2f} us/object + {c * 1e9:.2f} ns/byte")
-    print(f"peak RSS fit: {d / 2**20:.1f} MiB + {e:.0f} B/object + {f:.3f} B/byte")
+    est_rss = np.array([r["estimated_peak_bytes"] for r in done], dtype=float)
     print(
-        f"cost.py estimate vs measured time: median ratio {np.median(est / secs):.2f}, "
-        f"max measured/estimated {np.max(secs / est):.2f}; peak RSS max {rss.max() / 2**20:.0f} MiB"
+        f"cost.py estimate / measured: time {np.min(est / secs):.2f}-{np.max(est / secs):.2f} "
+        f"(median {np.median(est / secs):.2f}), peak RSS {np.min(est_rss / rss):.2f}-{np.max(est_rss / rss):.2f}; "
+        f"peak RSS max {rss.max() / 2**20:.0f} MiB"
     )
 
 

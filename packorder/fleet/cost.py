@@ -1,28 +1,32 @@
-"""What a repack of a repository will cost, from its object count and bytes alone: the
+"""What a repack of a repository will cost, from what triage reads in its packs' headers: the
 estimate triage prints, the fleet's budget spends, and the memory limit of the repack's
 process is taken from.
 
-A repack is a process start (Python, numpy and the core loaded, Git's walk started) plus a
-cost per object (walk, enumeration, order, index) plus a cost per byte (copy, CRC,
-verification); memory likewise. The coefficients are fitted by hand to repacks measured by
-scripts/bench_fleet.py on this project's 2-core machine (docs/fleet.md): 400 of small
-generated repositories (0.7 s and 49-53 MiB, mostly the process), packorder's sample
-(72,391 objects, 34 MiB: 1.6 s, 108 MiB), libgit2 (161,981, 80 MiB: 1.3-1.8 s, 136 MiB) and
-redis (201,267, 368 MiB: 4.9-5.0 s, 130-198 MiB). A least-squares fit on the small ones
-alone is meaningless: their time is the process start and noise.
+A repack is a process start (Python, numpy and the core loaded) plus the walk, which reads
+every commit and tree (a cost per object and per byte of tree: git/git's 168,000 trees hold
+2.4 GB, libgit2's 73,500 hold 134 MB), plus a cost per byte stored (copy, CRC,
+verification). Memory: the start, the object table (per object), the pack's buffers (per
+byte stored), and with a bitmap the walk's graph of commits and trees. The coefficients
+are a least-squares fit (relative error) to repacks run as a fleet task runs them, a child
+process each, by scripts/bench_fleet.py's calibration on this project's 2-core machine
+(docs/fleet.md, stop 34): 26 small generated repositories, packorder's sample, libgit2,
+redis and git/git (snapshots and complete clones), twice each. Estimated over measured:
+time 0.66-1.21, peak memory 0.86-1.10.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-START_SECONDS = 0.7
-SECONDS_PER_OBJECT = 8e-6
-SECONDS_PER_BYTE = 6e-9
+START_SECONDS = 0.3
+SECONDS_PER_COMMIT_OR_TREE = 4.3e-6
+SECONDS_PER_TREE_BYTE = 1.05e-9
+SECONDS_PER_BYTE = 5e-9
 
-START_BYTES = 50 << 20
-BYTES_PER_OBJECT = 500
-BYTES_PER_PACK_BYTE = 0.25
+START_BYTES = 40 << 20
+BYTES_PER_OBJECT = 550
+BYTES_PER_PACK_BYTE = 0.11
+BITMAP_BYTES_PER_COMMIT_OR_TREE = 440
 
 # The memory limit is an address-space limit (RLIMIT_AS): thread stacks, the allocator's
 # arenas and the mapped core reserve far more than they touch, so the limit is a multiple
@@ -38,9 +42,27 @@ class Cost:
     peak_bytes: int
 
 
-def estimate(objects: int, stored_bytes: int) -> Cost:
-    seconds = START_SECONDS + SECONDS_PER_OBJECT * objects + SECONDS_PER_BYTE * stored_bytes
-    peak = START_BYTES + BYTES_PER_OBJECT * objects + BYTES_PER_PACK_BYTE * stored_bytes
+@dataclass
+class Contents:
+    """What a repack will read, as triage counts it."""
+
+    objects: int
+    stored_bytes: int  # packs and loose objects, as stored
+    commits_and_trees: int = 0
+    tree_bytes: int = 0  # the trees' sizes inflated (a delta's taken as its chain root's)
+    bitmap: bool = False  # the repack writes a reachability bitmap
+
+
+def estimate(c: Contents) -> Cost:
+    seconds = (
+        START_SECONDS
+        + SECONDS_PER_COMMIT_OR_TREE * c.commits_and_trees
+        + SECONDS_PER_TREE_BYTE * c.tree_bytes
+        + SECONDS_PER_BYTE * c.stored_bytes
+    )
+    peak = START_BYTES + BYTES_PER_OBJECT * c.objects + BYTES_PER_PACK_BYTE * c.stored_bytes
+    if c.bitmap:
+        peak += BITMAP_BYTES_PER_COMMIT_OR_TREE * c.commits_and_trees
     return Cost(seconds, int(peak))
 
 

@@ -15,17 +15,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from packorder.errors import PackError
 from packorder.fleet import cost as cost_mod
 from packorder.fleet import prediction
 from packorder.fleet.discovery import discover
 from packorder.format import layout as layout_mod
 from packorder.format.object_format import ObjectFormat, named
+from packorder.format.pack import OBJ_COMMIT, OBJ_TREE
 from packorder.gitcmd import read_config
 from packorder.orders.catalog import configured_order
 from packorder.progress import ProgressCallback
 from packorder.repacking import drift as drift_mod
-from packorder.repacking.repo import open_repository
+from packorder.repacking.repo import PackSource, Repository, open_repository
+from packorder.settings import write_bitmap
 from packorder.store.listing import list_packs, loose_ids
 
 # Packs still there after a repack: .keep packs, left alone, and cruft packs, whose objects
@@ -106,15 +110,28 @@ def _fill(t: Triage, order: str | None) -> None:
         return by_name[pack.name] if pack.name in by_name else layout_mod.load(pack, fmt=fmt)
 
     t.drift = drift_mod.measure(t.path, t.order, fmt, layout_of).share
-    estimate = cost_mod.estimate(t.objects, t.pack_bytes + t.loose_bytes)
-    t.estimated_seconds, t.estimated_peak_bytes = estimate.seconds, estimate.peak_bytes
     for pack in local:
         pack.layout.estimate_object_sizes()
+    estimate = cost_mod.estimate(repack_contents(t, repo, local))
+    t.estimated_seconds, t.estimated_peak_bytes = estimate.seconds, estimate.peak_bytes
     t.share_now = prediction.modelled_share([p.layout for p in local], config)
     if t.objects:
         kept_packs = kept_after_repack([p.path for p in local])
         kept = [p.layout for p in local if p.path in kept_packs]
         t.share_after = prediction.modelled_share([prediction.planned_layout(repo, t.order), *kept], config)
+
+
+def repack_contents(t: Triage, repo: Repository, local: list[PackSource]) -> cost_mod.Contents:
+    c = cost_mod.Contents(t.objects, t.pack_bytes + t.loose_bytes)
+    for pack in local:
+        pack.layout.estimate_object_sizes()  # nothing when read already
+        kinds = pack.layout.real_kinds()
+        trees = kinds == OBJ_TREE
+        c.commits_and_trees += int(np.count_nonzero(trees | (kinds == OBJ_COMMIT)))
+        c.tree_bytes += int(pack.layout.object_sizes[trees].sum())
+    kept = any(p.keep for p in local)
+    c.bitmap = write_bitmap(repo.config, None, repo.bare, repo.has_promisor_packs, kept)
+    return c
 
 
 def kept_after_repack(packs: list[Path]) -> list[Path]:
