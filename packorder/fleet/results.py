@@ -20,10 +20,20 @@ DONE, FAILED, SKIPPED = "done", "failed", "skipped"
 
 def append(path: Path, records: Iterable[dict[str, Any]]) -> None:
     with open(path, "a", encoding="utf-8") as f:
+        if _torn(path):
+            f.write("\n")  # else the first record would finish the torn line and be lost with it
         for record in records:
             f.write(json.dumps(to_jsonable(record), sort_keys=True) + "\n")
             f.flush()
             os.fsync(f.fileno())
+
+
+def _torn(path: Path) -> bool:
+    with open(path, "rb") as f:
+        if f.seek(0, os.SEEK_END) == 0:
+            return False
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) != b"\n"
 
 
 def read(path: Path) -> list[dict[str, Any]]:
