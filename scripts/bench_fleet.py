@@ -118,14 +118,19 @@ def bench_triage(root: Path, n: int) -> None:
     started = time.perf_counter()
     repos = fleet_of(root / "triage", n, 0)
     print(f"generated {len(repos)} repositories in {time.perf_counter() - started:.1f} s")
-    for run in (1, 2):
-        result = status([root / "triage"])
+    cache = root / "triage-cache.jsonl"
+    cache.unlink(missing_ok=True)
+    runs = [("1", None), ("2", None), ("3, filling a triage cache", cache), ("4, from the triage cache", cache)]
+    for run, cache_file in runs:
+        result = status([root / "triage"], cache_file=cache_file)
         errors = sum(t.error is not None for t in result.repositories)
+        cached = sum(t.cached for t in result.repositories)
         per = 1000 * result.seconds / len(result.repositories)
         own = sorted(1000 * t.seconds for t in result.repositories)
         print(
             f"triage run {run}: {len(result.repositories)} repositories in {result.seconds:.1f} s "
-            f"({per:.1f} ms a repository; median {own[len(own) // 2]:.1f} ms, max {own[-1]:.0f} ms); errors {errors}"
+            f"({per:.1f} ms a repository; median {own[len(own) // 2]:.1f} ms, max {own[-1]:.0f} ms); "
+            f"errors {errors}, from the cache {cached}"
         )
 
 

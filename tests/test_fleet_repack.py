@@ -198,9 +198,17 @@ def test_the_command_line(fleet: dict[str, Path], tmp_path: Path) -> None:
     results = tmp_path / "cli.jsonl"
     code = "from packorder.cli.launch import main; main()"
     argv = [sys.executable, "-c", code, "fleet", "repack", "--workers", "1", "--results", str(results)]
-    proc = subprocess.run([*argv, "--min-gain", "1", str(fleet["plain02"].parent)], capture_output=True, env=git_env())
-    assert proc.returncode == 0, proc.stderr
-    (record,) = results_mod.read(results)
-    assert record["status"] == "skipped" and "below --min-gain 1" in record["reason"]
+    cache = tmp_path / "triage.jsonl"
+    for _ in range(2):  # the second run takes the triage from the cache, on the cluster too
+        proc = subprocess.run(
+            [*argv, "--min-gain", "1", "--triage-cache", str(cache), str(fleet["plain02"].parent)],
+            capture_output=True,
+            env=git_env(),
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert len(results_mod.read(cache)) == 1
+    first, second = results_mod.read(results)
+    assert first["status"] == "skipped" and "below --min-gain 1" in first["reason"]
+    assert second == first
     proc = subprocess.run([*argv, "--resume", str(tmp_path / "other.jsonl"), "x"], capture_output=True, env=git_env())
     assert proc.returncode == 129 and proc.stderr.startswith(b"error: --resume FILE appends to FILE")

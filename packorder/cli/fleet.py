@@ -49,6 +49,12 @@ sources = [
         help="Read repository paths from FILE, one a line.",
     ),
     click.option("--order", type=click.Choice(tuple(CATALOG)), metavar="ORDER", help="As repack --order."),
+    click.option(
+        "--triage-cache",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE",
+        help="Keep each repository's triage in FILE; one unchanged since is not triaged again.",
+    ),
 ]
 
 
@@ -106,6 +112,7 @@ def status_cmd(
     paths: tuple[Path, ...],
     list_file: Path | None,
     order: str | None,
+    triage_cache: Path | None,
     as_json: bool,
     as_csv: bool,
     quiet: bool,
@@ -121,7 +128,7 @@ def status_cmd(
         raise click.UsageError("name repositories or roots to search, or --from FILE", ctx)
     show = progress_mod.auto(quiet=quiet)
     with progress_mod.closing_line(show):
-        result = status(paths, list_file=list_file, order=order, progress=show)
+        result = status(paths, list_file=list_file, order=order, cache_file=triage_cache, progress=show)
     for problem in result.problems:
         warn(problem)
     if as_json:
@@ -202,6 +209,7 @@ def repack_cmd(
     paths: tuple[Path, ...],
     list_file: Path | None,
     order: str | None,
+    triage_cache: Path | None,
     results_file: Path | None,
     resume_file: Path | None,
     scheduler: str | None,
@@ -242,6 +250,7 @@ def repack_cmd(
             budget_hours=budget,
             batch_seconds=batch_seconds,
             timeout=timeout,
+            triage_cache_file=triage_cache,
             progress=line,
             announce=announce,
         )

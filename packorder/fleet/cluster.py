@@ -26,7 +26,7 @@ from typing import Any
 
 from packorder.fleet import cost as cost_mod
 from packorder.fleet import results as results_mod
-from packorder.fleet import selection
+from packorder.fleet import selection, triage_cache
 from packorder.fleet.discovery import discover
 from packorder.fleet.task import TOPIC, kept_records, run_batch
 from packorder.fleet.triage import Triage, by_benefit, triage_all
@@ -121,6 +121,7 @@ def repack(
     budget_hours: float | None = None,
     batch_seconds: float = selection.DEFAULT_BATCH_SECONDS,
     timeout: float | None = None,
+    triage_cache_file: str | os.PathLike[str] | None = None,
     repack_args: Iterable[str] = (),
     progress: Callable[[Counts], None] | None = None,
     announce: Callable[[str], None] | None = None,
@@ -129,7 +130,8 @@ def repack(
     `budget_hours` in all), and repack what was chosen on the cluster. Every repository
     chosen, skipped or broken gets a record in `results` (JSON lines); with `resume`, those
     a previous run of that file finished are neither triaged nor run. `announce` is told the
-    dashboard's address."""
+    dashboard's address. With `triage_cache_file`, unchanged repositories' triage is taken
+    from it (triage_cache.py) and the others added to it."""
     started = time.perf_counter()
     results_path = Path(results)
     found = discover(paths, list_file, roots)
@@ -144,7 +146,10 @@ def repack(
                 announce(run.dashboard)
             run.workers = len(client.scheduler_info()["workers"])
             triaged = time.perf_counter()
-            fleet = triage_on(client, todo, order, run.workers)
+            cache = triage_cache.load(Path(triage_cache_file)) if triage_cache_file is not None else None
+            fleet = triage_on(client, todo, order, run.workers, cache)
+            if triage_cache_file is not None:
+                triage_cache.save(Path(triage_cache_file), fleet)
             run.triage_seconds = time.perf_counter() - triaged
             chosen = selection.choose(fleet, min_gain, max_hours, budget_hours)
             _record_unrun(results_path, chosen)
@@ -160,12 +165,21 @@ def repack(
     return run
 
 
-def triage_on(client: Any, git_dirs: list[Path], order: str | None, workers: int) -> list[Triage]:
+def triage_on(
+    client: Any,
+    git_dirs: list[Path],
+    order: str | None,
+    workers: int,
+    cache: dict[str, dict[str, Any]] | None = None,
+) -> list[Triage]:
     """Every repository's triage, as tasks of the cluster (TASKS_PER_WORKER a worker), by
-    expected benefit."""
+    expected benefit; with a `cache` (triage_cache.load), unchanged repositories are taken
+    from it."""
     size = max(1, math.ceil(len(git_dirs) / (selection.TASKS_PER_WORKER * max(1, workers))))
     chunks = [git_dirs[i : i + size] for i in range(0, len(git_dirs), size)]
-    futures = client.map(triage_all, chunks, order=order, pure=False)
+    futures = [
+        client.submit(triage_all, chunk, order, triage_cache.known_of(cache, chunk), pure=False) for chunk in chunks
+    ]
     return by_benefit(t for part in client.gather(futures) for t in part)
 
 

@@ -11,15 +11,16 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from packorder.errors import PackError
 from packorder.fleet import cost as cost_mod
-from packorder.fleet import prediction
+from packorder.fleet import prediction, triage_cache
 from packorder.fleet.discovery import discover
 from packorder.format import layout as layout_mod
 from packorder.format.object_format import ObjectFormat, named
@@ -55,6 +56,8 @@ class Triage:
     estimated_peak_bytes: int = 0
     seconds: float = 0.0  # the triage's own time
     error: str | None = None  # why the repository could not be triaged (then it is not repacked)
+    fingerprint: str | None = None  # with a triage cache: what the triage was made from
+    cached: bool = False  # taken from the triage cache: nothing it depends on had changed
 
     @property
     def gain(self) -> float:
@@ -75,16 +78,31 @@ class FleetStatus:
     seconds: float = 0.0
 
 
-def triage(git_dir: Path, order: str | None = None) -> Triage:
+def triage(git_dir: Path, order: str | None = None, cache: Mapping[str, dict[str, Any]] | None = None) -> Triage:
     """The triage of one repository; an error is recorded in it, never raised (one broken
-    repository must not stop the fleet's status)."""
+    repository must not stop the fleet's status). With a `cache` (triage_cache.load), a
+    repository whose fingerprint is unchanged is taken from it."""
     started = time.perf_counter()
     t = Triage(git_dir, order or "")
     try:
-        _fill(t, order)
+        if cache is not None:
+            fingerprint = triage_cache.fingerprint(git_dir, order)
+            known = cache.get(str(git_dir))
+            if known is not None and known["fingerprint"] == fingerprint:
+                t = _from_record(known)
+            t.fingerprint = fingerprint
+        if not t.cached:
+            _fill(t, order)
     except (PackError, OSError, ValueError) as e:
         t.error = str(e) or type(e).__name__
     t.seconds = time.perf_counter() - started
+    return t
+
+
+def _from_record(record: dict[str, Any]) -> Triage:
+    names = {f.name for f in fields(Triage)}
+    t = Triage(**{k: v for k, v in record.items() if k in names})
+    t.path, t.cached = Path(record["path"]), True
     return t
 
 
@@ -162,17 +180,22 @@ def status(
     paths: Iterable[str | os.PathLike[str]] = (),
     list_file: str | os.PathLike[str] | None = None,
     order: str | None = None,
+    cache_file: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
 ) -> FleetStatus:
     """Triage every repository named by `paths` or `list_file` or found under `roots` (a
-    root that is a repository is taken as it is), sorted by expected benefit."""
+    root that is a repository is taken as it is), sorted by expected benefit. With
+    `cache_file`, unchanged repositories are taken from it and the others added to it."""
     started = time.perf_counter()
     found = discover(paths, list_file, roots)
+    cache = triage_cache.load(Path(cache_file)) if cache_file is not None else None
     out = []
     for done, git_dir in enumerate(found.repositories):
-        out.append(triage(git_dir, order))
+        out.append(triage(git_dir, order, cache))
         if progress is not None:
             progress("Triaging repositories", done + 1, len(found.repositories))
+    if cache_file is not None:
+        triage_cache.save(Path(cache_file), out)
     return FleetStatus(by_benefit(out), found.problems, time.perf_counter() - started)
 
 
@@ -180,7 +203,9 @@ def by_benefit(triages: Iterable[Triage]) -> list[Triage]:
     return sorted(triages, key=lambda t: t.benefit_key(), reverse=True)
 
 
-def triage_all(git_dirs: list[Path], order: str | None = None) -> list[Triage]:
+def triage_all(
+    git_dirs: list[Path], order: str | None = None, cache: Mapping[str, dict[str, Any]] | None = None
+) -> list[Triage]:
     """The triage of several repositories: one task's work when a fleet run triages on
-    the cluster."""
-    return [triage(git_dir, order) for git_dir in git_dirs]
+    the cluster (`cache`: the records of the triage cache about them)."""
+    return [triage(git_dir, order, cache) for git_dir in git_dirs]
