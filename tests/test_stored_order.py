@@ -85,6 +85,7 @@ def test_triage_runs_no_walk(layered: Repo, monkeypatch: pytest.MonkeyPatch) -> 
     def refused(*args: object, **kw: object) -> None:
         raise AssertionError("triage walked history")
 
+    monkeypatch.setattr(snapshot, "object_walk", refused)  # ours or Git's, whichever is configured
     monkeypatch.setattr(snapshot.ObjectWalk, "__init__", refused)
     t = triage(layered.git_dir)
     assert t.error is None

@@ -21,6 +21,7 @@ from packorder.format import mtimes as mtimes_format
 from packorder.format.object_format import ObjectFormat
 from packorder.format.pack import OBJ_COMMIT
 from packorder.repacking import head_side as head_side_mod
+from packorder.repacking import native_walk
 from packorder.repacking import snapshot as snapshot_mod
 from packorder.store.object_ids import id_order, keys, lookup, sort_keys
 from packorder.store.promisor import check_promised
@@ -188,6 +189,15 @@ def id_rows(ids: bytes, fmt: ObjectFormat) -> np.ndarray:
     return np.frombuffer(ids, dtype=np.uint8).reshape(-1, fmt.rawsz)
 
 
+def _walk_of(repo: Repository, in_commit_order: bool) -> snapshot_mod.ObjectWalk | native_walk.NativeWalk:
+    """The walk a repack would take (`packorder.walk`), over what `repo` lists."""
+    loose = [(bytes(oid), path) for oid, path in zip(repo.loose.oids, repo.loose.paths, strict=True)]
+    packs = [p.path for p in repo.packs]
+    return snapshot_mod.object_walk(
+        repo.git_dir, repo.fmt, repo.config, packs, loose, repo.has_promisor_packs, in_commit_order
+    )
+
+
 def _walked(walk: snapshot_mod.ObjectWalk, fmt: ObjectFormat) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
     oids_b, hashes_b, missing_b = walk.result()
     hashes = np.frombuffer(hashes_b, dtype=np.uint32)
@@ -215,7 +225,7 @@ def enumerate_objects(
     if snapshot is not None:
         walk, tags = snapshot.take_walk()
     else:
-        walk = snapshot_mod.ObjectWalk(repo.git_dir, repo.fmt, missing_ok=repo.has_promisor_packs)
+        walk = _walk_of(repo, in_commit_order=False)
         tags = snapshot_mod.TagTips(repo.git_dir)  # runs beside rev-list
     try:
         return _enumerate(repo, walk, tags, local, unreachable, frozenset(retained))
@@ -428,12 +438,10 @@ def introducing_commits(
     repo: Repository, table: ObjectTable, walk: snapshot_mod.ObjectWalk | None = None
 ) -> np.ndarray:
     """For each object of `table`, the table index of the commit that first refers to it in
-    Git's walk (`rev-list --objects --in-commit-order`), or -1 (tags, index entries, and
+    the walk in commit order (ours or `rev-list --objects --in-commit-order`, the same), or -1 (tags, index entries, and
     unreachable objects)."""
     if walk is None:
-        walk = snapshot_mod.ObjectWalk(
-            repo.git_dir, repo.fmt, missing_ok=repo.has_promisor_packs, extra=snapshot_mod.IN_COMMIT_ORDER
-        )
+        walk = _walk_of(repo, in_commit_order=True)
     try:
         oids, _, _ = _walked(walk, repo.fmt)
     finally:

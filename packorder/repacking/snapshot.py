@@ -278,25 +278,42 @@ def _may_write_bitmap(snap: Snapshot, bitmap: bool | None, promisor: bool) -> bo
 def _main_walk(
     snap: Snapshot, promisor: bool, in_commit_order: bool, record_graph: bool
 ) -> ObjectWalk | native_walk.NativeWalk:
-    """The walk of every reachable object: `packorder.walk` chooses Git's or ours; ours
-    records the commit and tree graph with `record_graph`, for the bitmap."""
-    choice = snap.config.get("packorder.walk") or "native"
+    """The walk of every reachable object, over the snapshot's listing; ours records the
+    commit and tree graph with `record_graph`, for the bitmap."""
+    return object_walk(
+        snap.git_dir,
+        snap.fmt,
+        snap.config,
+        snap.local_packs + snap.foreign_packs,
+        snap.loose + snap.foreign_loose,
+        promisor,
+        in_commit_order,
+        record_graph,
+    )
+
+
+def object_walk(
+    git_dir: Path,
+    fmt: ObjectFormat,
+    config: gitcmd.Config,
+    packs: list[Path],
+    loose: list[tuple[bytes, Path]],
+    promisor: bool,
+    in_commit_order: bool,
+    record_graph: bool = False,
+) -> ObjectWalk | native_walk.NativeWalk:
+    """The walk of every reachable object over `packs` and `loose` (alternates' included):
+    `packorder.walk` chooses Git's or ours."""
+    choice = config.get("packorder.walk") or "native"
     if choice not in native_walk.WALKS:
         raise UsageError(f"packorder.walk is {choice!r}: it is one of {', '.join(native_walk.WALKS)}")
 
     def gits() -> ObjectWalk:
-        return ObjectWalk(snap.git_dir, snap.fmt, missing_ok=promisor, extra=IN_COMMIT_ORDER if in_commit_order else ())
+        return ObjectWalk(git_dir, fmt, missing_ok=promisor, extra=IN_COMMIT_ORDER if in_commit_order else ())
 
     if choice == "native":
         walk = native_walk.start(
-            snap.git_dir,
-            snap.local_packs + snap.foreign_packs,
-            snap.loose + snap.foreign_loose,
-            promisor,
-            in_commit_order,
-            snap.config,
-            gits,
-            record_graph=record_graph,
+            git_dir, packs, loose, promisor, in_commit_order, config, gits, record_graph=record_graph
         )
         if walk is not None:
             return walk
