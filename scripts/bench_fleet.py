@@ -122,7 +122,7 @@ def bench_triage(root: Path, n: int) -> None:
     cache.unlink(missing_ok=True)
     runs = [("1", None), ("2", None), ("3, filling a triage cache", cache), ("4, from the triage cache", cache)]
     for run, cache_file in runs:
-        result = status([root / "triage"], cache_file=cache_file)
+        result = status([root / "triage"], triage_cache_file=cache_file)
         errors = sum(t.error is not None for t in result.repositories)
         cached = sum(t.cached for t in result.repositories)
         per = 1000 * result.seconds / len(result.repositories)

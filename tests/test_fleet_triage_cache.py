@@ -39,10 +39,10 @@ def fleet(tmp_path: Path) -> Path:
 
 def test_an_unchanged_repository_is_taken_from_the_cache_with_the_same_answer(fleet: Path, tmp_path: Path) -> None:
     cache = tmp_path / "triage.jsonl"
-    first = by_name(status([fleet], cache_file=cache), fleet)
+    first = by_name(status([fleet], triage_cache_file=cache), fleet)
     assert not any(t.cached for t in first.values())
     assert len(cache.read_text().splitlines()) == 3
-    second = by_name(status([fleet], cache_file=cache), fleet)
+    second = by_name(status([fleet], triage_cache_file=cache), fleet)
     assert all(t.cached for t in second.values())
     assert {n: answer(t) for n, t in second.items()} == {n: answer(t) for n, t in first.items()}
     assert len(cache.read_text().splitlines()) == 3  # nothing new to keep
@@ -53,11 +53,11 @@ def test_an_unchanged_repository_is_taken_from_the_cache_with_the_same_answer(fl
 
 def test_what_a_triage_depends_on_makes_it_triaged_again(fleet: Path, tmp_path: Path) -> None:
     cache = tmp_path / "triage.jsonl"
-    status([fleet], cache_file=cache)
+    status([fleet], triage_cache_file=cache)
     a, b, c = (Repo(fleet / n) for n in "abc")
 
     def again() -> set[str]:
-        return {n for n, t in by_name(status([fleet], cache_file=cache), fleet).items() if not t.cached}
+        return {n for n, t in by_name(status([fleet], triage_cache_file=cache), fleet).items() if not t.cached}
 
     a.write("pushed.txt", "a push\n")
     a.commit("pushed")  # loose objects and a moved branch
@@ -68,7 +68,7 @@ def test_what_a_triage_depends_on_makes_it_triaged_again(fleet: Path, tmp_path: 
     assert again() == {"b", "c"}
     assert again() == set()
     packorder.repack(a.path)
-    triaged = by_name(status([fleet], cache_file=cache), fleet)
+    triaged = by_name(status([fleet], triage_cache_file=cache), fleet)
     assert not triaged["a"].cached and triaged["a"].packs == 1 and triaged["a"].loose == 0
 
 
@@ -80,21 +80,21 @@ def test_a_broken_repository_is_not_kept(fleet: Path, tmp_path: Path) -> None:
     with open(pack, "r+b") as f:
         f.seek(12)
         f.write(b"\xff" * 64)  # the first entries' headers
-    result = by_name(status([fleet], cache_file=cache), fleet)
+    result = by_name(status([fleet], triage_cache_file=cache), fleet)
     assert result["a"].error
     kept = triage_cache.load(cache)
     assert sorted(Path(p).relative_to(fleet).parts[0] for p in kept) == ["b", "c"]
-    assert by_name(status([fleet], cache_file=cache), fleet)["a"].error  # read again, still broken
+    assert by_name(status([fleet], triage_cache_file=cache), fleet)["a"].error  # read again, still broken
 
 
 def test_a_torn_last_line_and_an_old_version_are_not_taken(fleet: Path, tmp_path: Path) -> None:
     cache = tmp_path / "triage.jsonl"
-    status([fleet / "a"], cache_file=cache)
+    status([fleet / "a"], triage_cache_file=cache)
     line = json.loads(cache.read_text())
     cache.write_text(json.dumps({**line, "version": triage_cache.VERSION - 1}) + "\n" + '{"path": "torn')
-    (t,) = status([fleet / "a"], cache_file=cache).repositories
+    (t,) = status([fleet / "a"], triage_cache_file=cache).repositories
     assert not t.cached
-    (t,) = status([fleet / "a"], cache_file=cache).repositories
+    (t,) = status([fleet / "a"], triage_cache_file=cache).repositories
     assert t.cached
 
 

@@ -128,7 +128,7 @@ def status_cmd(
         raise click.UsageError("name repositories or roots to search, or --from FILE", ctx)
     show = progress_mod.auto(quiet=quiet)
     with progress_mod.closing_line(show):
-        result = status(paths, list_file=list_file, order=order, cache_file=triage_cache, progress=show)
+        result = status(paths, list_file=list_file, order=order, triage_cache_file=triage_cache, progress=show)
     for problem in result.problems:
         warn(problem)
     if as_json:

@@ -88,7 +88,7 @@ def triage(git_dir: Path, order: str | None = None, cache: Mapping[str, dict[str
         if cache is not None:
             fingerprint = triage_cache.fingerprint(git_dir, order)
             known = cache.get(str(git_dir))
-            if known is not None and known["fingerprint"] == fingerprint:
+            if known is not None and known.get("fingerprint") == fingerprint:
                 t = _from_record(known)
             t.fingerprint = fingerprint
         if not t.cached:
@@ -128,8 +128,6 @@ def _fill(t: Triage, order: str | None) -> None:
         return by_name[pack.name] if pack.name in by_name else layout_mod.load(pack, fmt=fmt)
 
     t.drift = drift_mod.measure(t.path, t.order, fmt, layout_of).share
-    for pack in local:
-        pack.layout.estimate_object_sizes()
     estimate = cost_mod.estimate(repack_contents(t, repo, local))
     t.estimated_seconds, t.estimated_peak_bytes = estimate.seconds, estimate.peak_bytes
     t.share_now = prediction.modelled_share([p.layout for p in local], config)
@@ -142,7 +140,7 @@ def _fill(t: Triage, order: str | None) -> None:
 def repack_contents(t: Triage, repo: Repository, local: list[PackSource]) -> cost_mod.Contents:
     c = cost_mod.Contents(t.objects, t.pack_bytes + t.loose_bytes)
     for pack in local:
-        pack.layout.estimate_object_sizes()  # nothing when read already
+        pack.layout.estimate_object_sizes()  # for the prediction too; nothing when read already
         kinds = pack.layout.real_kinds()
         trees = kinds == OBJ_TREE
         c.commits_and_trees += int(np.count_nonzero(trees | (kinds == OBJ_COMMIT)))
@@ -180,22 +178,22 @@ def status(
     paths: Iterable[str | os.PathLike[str]] = (),
     list_file: str | os.PathLike[str] | None = None,
     order: str | None = None,
-    cache_file: str | os.PathLike[str] | None = None,
+    triage_cache_file: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
 ) -> FleetStatus:
     """Triage every repository named by `paths` or `list_file` or found under `roots` (a
     root that is a repository is taken as it is), sorted by expected benefit. With
-    `cache_file`, unchanged repositories are taken from it and the others added to it."""
+    `triage_cache_file`, unchanged repositories are taken from it and the others added to it."""
     started = time.perf_counter()
     found = discover(paths, list_file, roots)
-    cache = triage_cache.load(Path(cache_file)) if cache_file is not None else None
+    cache = triage_cache.load(Path(triage_cache_file)) if triage_cache_file is not None else None
     out = []
     for done, git_dir in enumerate(found.repositories):
         out.append(triage(git_dir, order, cache))
         if progress is not None:
             progress("Triaging repositories", done + 1, len(found.repositories))
-    if cache_file is not None:
-        triage_cache.save(Path(cache_file), out)
+    if triage_cache_file is not None:
+        triage_cache.save(Path(triage_cache_file), out)
     return FleetStatus(by_benefit(out), found.problems, time.perf_counter() - started)
 
 
