@@ -17,7 +17,7 @@ from layered import build
 import packorder
 from packorder.orders import families
 from packorder.orders.permutations import BLOB, COMMIT, TAG, TREE, OrderInput, history
-from packorder.orders.tree_paths import paths, with_delta_ancestors
+from packorder.orders.tree_paths import paths, paths_unreleased_trees, with_delta_ancestors
 from packorder.repacking import deltas
 from packorder.repacking.repo import enumerate_objects, object_history, open_repository
 from packorder.seek.analyze import entry_ranges
@@ -115,6 +115,27 @@ def test_paths_writes_each_region_as_described(objs: OrderInput) -> None:
     assert blobs.tolist() == [*theirs[recent], *theirs[~recent]]
 
 
+def test_paths_unreleased_trees_puts_only_the_unreleased_trees_and_their_chains_in_front(objs: OrderInput) -> None:
+    assert objs.unreleased is not None and objs.name_hash is not None
+    out = families.bases_first(paths_unreleased_trees(objs), objs.base)
+    assert sorted(out.tolist()) == list(range(objs.count))
+    theirs = families.bases_first(paths(objs), objs.base)
+    # Tag tips, commits and blobs where paths writes them; only the trees move.
+    assert (objs.kinds[out] == objs.kinds[theirs]).all()
+    assert out[objs.kinds[out] != TREE].tolist() == theirs[objs.kinds[theirs] != TREE].tolist()
+    trees = out[objs.kinds[out] == TREE]
+    needed = with_delta_ancestors(objs.base, objs.unreleased & (objs.kinds == TREE))
+    front = int(needed[trees].sum())
+    assert 0 < front < len(trees) and needed[trees[:front]].all() and not needed[trees[front:]].any()
+    assert (np.diff(trees[:front]) > 0).all(), "the front in discovery order"
+    hashes = objs.name_hash[trees[front:]]
+    starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
+    assert len(starts) == len(np.unique(hashes)), "each path's trees together"
+    pos = positions(out)
+    deltas_at = np.flatnonzero(objs.base >= 0)
+    assert np.all(pos[objs.base[deltas_at]] < pos[deltas_at])
+
+
 def test_a_recent_blob_comes_with_the_delta_chain_it_needs(objs: OrderInput) -> None:
     out = families.bases_first(paths(objs), objs.base)
     assert objs.unreleased is not None
@@ -152,16 +173,19 @@ def test_paths_reads_less_cold_than_recency(source: Path, tmp_path: Path, worklo
     repo = tmp_path / "repo"
     shutil.copytree(source, repo)
     packorder.repack(repo, order="recency", window=0, verify="crc", write_bitmap=False)
-    reads = modelled_reads(repo, ["recency", "paths"], workload)
+    reads = modelled_reads(repo, ["recency", "paths", "paths-unreleased-trees"], workload)
     assert reads["paths"] < reads["recency"], reads
+    if workload == "log-path":  # what it is for
+        assert reads["paths-unreleased-trees"] < reads["paths"], reads
 
 
-def test_repack_in_paths_order_keeps_every_object(source: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("order", ["paths", "paths-unreleased-trees"])
+def test_repack_in_paths_order_keeps_every_object(source: Path, tmp_path: Path, order: str) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(source, repo)
     before = listed(repo, "--all")
-    result = packorder.repack(repo, order="paths")
-    assert result.order == "paths"
+    result = packorder.repack(repo, order=order)
+    assert result.order == order
     git(repo, "fsck", "--full", "--strict")
     assert listed(repo, "--all") == before
 

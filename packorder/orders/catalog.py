@@ -54,6 +54,12 @@ CATALOG: dict[str, OrderInfo] = {
         "for cold log, log -- PATH, blame, fetch: HEAD's commits first, trees by path, new blobs' chains first",
         needs_head=True,
     ),
+    "paths-unreleased-trees": OrderInfo(
+        False,
+        True,
+        "for cold log -- PATH: paths, with only the unreleased trees and their chains before the trees by path",
+        needs_head=True,
+    ),
 }
 
 

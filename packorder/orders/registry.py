@@ -10,7 +10,7 @@ import numpy as np
 
 from packorder.orders import permutations as p
 from packorder.orders.catalog import CATALOG, OrderInfo
-from packorder.orders.tree_paths import paths
+from packorder.orders.tree_paths import paths, paths_unreleased_trees
 
 OrderFn = Callable[[p.OrderInput], np.ndarray]
 
@@ -38,5 +38,6 @@ _FUNCTIONS: dict[str, OrderFn] = {
     "recency-dfs": p.recency_depth_first,
     "recency-unreleased": p.recency_unreleased,
     "paths": paths,
+    "paths-unreleased-trees": paths_unreleased_trees,
 }
 ORDERS: dict[str, OrderSpec] = {name: OrderSpec(fn=_FUNCTIONS[name], **asdict(info)) for name, info in CATALOG.items()}

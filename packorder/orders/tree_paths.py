@@ -18,12 +18,18 @@ the commits of every branch by date, while those three commands walk HEAD's alon
    every version of every file a recent commit touched; a fetch of what is newer than the
    last release reads only the new versions and their chains.
 
+`paths-unreleased-trees` writes, in 3., only the trees HEAD has and no tag has, with the delta
+chains they need, and every other tree by path: `git log -- PATH` reads fewer trees outside
+its path's group, a fetch of what is new a few more (measured in docs/locality.md).
+
 A tree's path is known by its name hash (Git's pack_name_hash of the path, 0 for root trees),
 which is all the walk keeps: two paths sharing their last 16 characters share a group.
 Modelled and measured in docs/locality.md, "Trees by path".
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -41,18 +47,47 @@ def first_seen_rank(keys: np.ndarray) -> np.ndarray:
 
 def paths(objs: OrderInput) -> np.ndarray:
     """See the module's doc."""
+    return _by_path(objs, _recent_run)
+
+
+def paths_unreleased_trees(objs: OrderInput) -> np.ndarray:
+    """`paths` with only the unreleased trees, and the delta chains they need, in front: a
+    cold `git log -- PATH` then finds more of its path's trees in their group, and a fetch of
+    what is new reads a little further (docs/locality.md)."""
+    return _by_path(objs, _unreleased_with_chains)
+
+
+def _by_path(objs: OrderInput, front: Callable[[OrderInput, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Tag tips and commits, the trees `front` marks (in discovery order), every other tree by
+    path, then the blobs (the module's doc)."""
     if objs.name_hash is None or objs.on_head is None:
-        raise ValueError("the paths order needs each object's name hash and which objects are HEAD's")
+        raise ValueError("the paths orders need each object's name hash and which objects are HEAD's")
     w = WriteOrder(objs.count)
     rest = tag_tips_and_commits(w, objs.kinds, objs.tagged, first=objs.on_head)
     trees = rest[objs.kinds[rest] == TREE]
     trees = trees[~w.filled[trees]]
-    recent = np.flatnonzero(objs.unreleased[trees]) if objs.unreleased is not None else trees[:0]
-    cut = int(recent[-1]) + 1 if len(recent) else 0
-    w.add(trees[:cut])
-    w.add(trees_by_path(objs, trees[cut:]))
+    first = front(objs, trees)
+    w.add(trees[first])
+    w.add(trees_by_path(objs, trees[~first]))
     w.add(recent_chains_first(objs, w.filled))
     return w.result()
+
+
+def _recent_run(objs: OrderInput, trees: np.ndarray) -> np.ndarray:
+    """The trees in discovery order up to the last unreleased one."""
+    first = np.zeros(len(trees), dtype=bool)
+    if objs.unreleased is not None:
+        recent = np.flatnonzero(objs.unreleased[trees])
+        if len(recent):
+            first[: recent[-1] + 1] = True
+    return first
+
+
+def _unreleased_with_chains(objs: OrderInput, trees: np.ndarray) -> np.ndarray:
+    """The unreleased trees and every tree their delta chains go through."""
+    if objs.unreleased is None:
+        return np.zeros(len(trees), dtype=bool)
+    return with_delta_ancestors(objs.base, objs.unreleased & (objs.kinds == TREE))[trees]
 
 
 def trees_by_path(objs: OrderInput, trees: np.ndarray) -> np.ndarray:
