@@ -438,8 +438,8 @@ def introducing_commits(
     repo: Repository, table: ObjectTable, walk: snapshot_mod.ObjectWalk | None = None
 ) -> np.ndarray:
     """For each object of `table`, the table index of the commit that first refers to it in
-    the walk in commit order (ours or `rev-list --objects --in-commit-order`, the same), or -1 (tags, index entries, and
-    unreachable objects)."""
+    the walk in commit order (ours or `rev-list --objects --in-commit-order`: the same), or
+    -1 (tags, index entries, and unreachable objects)."""
     if walk is None:
         walk = _walk_of(repo, in_commit_order=True)
     try:
