@@ -21,7 +21,10 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
 @pytest.fixture(scope="session")
 def packs(history: Repo, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Packs of the history repository in several shapes, each alone in its directory."""
+    """Packs of the history repository in several shapes, each alone in its directory, the
+    same bytes in every run: one thread searches the deltas (Git's threads share the search
+    by timing, and the tests that compare where reads end against a pack's size would see
+    another pack each run)."""
     out: dict[str, Path] = {}
     shapes = {
         "ofs": ["repack", "-adf", "-q"],
@@ -32,7 +35,7 @@ def packs(history: Repo, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     for name, args in shapes.items():
         clone = tmp_path_factory.mktemp(f"pack-{name}") / "repo"
         git(None, "clone", "-q", "--no-local", str(history.path), str(clone))
-        git(clone, *args)
+        git(clone, "-c", "pack.threads=1", *args)
         (pack,) = sorted((clone / ".git" / "objects" / "pack").glob("*.pack"))
         dest = tmp_path_factory.mktemp(f"packfile-{name}") / pack.name
         shutil.copy(pack, dest)
