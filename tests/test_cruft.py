@@ -278,27 +278,56 @@ def cruft_packs(git_dir: Path) -> dict[str, set[str]]:
 
 
 needs_max_cruft_size = pytest.mark.skipif(git_version() < (2, 43), reason="git repack --max-cruft-size: Git 2.43")
+# Git 2.50 moved "leave large cruft packs alone" from --max-cruft-size to
+# --combine-cruft-below-size; packorder follows 2.50, and compares with a Git that has it.
+git_has_combine = git_version() >= (2, 50)
 
 
-@needs_max_cruft_size
-@pytest.mark.parametrize("limit", [50_000, 200_000])
-def test_max_cruft_size_keeps_or_rewrites_existing_cruft_packs_as_git_does(tmp_path: Path, limit: int) -> None:
-    """Cruft packs that do not fit --max-cruft-size together (smallest first) are kept as they
-    are; the others are rewritten with the new unreachable objects."""
+def with_old_cruft_pack(tmp_path: Path) -> Repo:
+    """A repository with a cruft pack of about 120 KB and 10 new unreachable loose blobs."""
     repo = build_history(tmp_path / "repo", commits=5)
     repo.run("repack", "-adq")
     random_blobs(repo, 40, 3000, seed=1)
-    repo.run("repack", "--cruft", "-d", "-q")  # an existing cruft pack of about 120 KB
+    repo.run("repack", "--cruft", "-d", "-q")
     random_blobs(repo, 10, 3000, seed=2)
+    return repo
+
+
+@pytest.mark.parametrize("limit", [50_000, 200_000])
+def test_combine_cruft_below_size_keeps_the_larger_cruft_packs(tmp_path: Path, limit: int) -> None:
+    """Cruft packs of at least --combine-cruft-below-size are kept as they are; the smaller
+    ones are rewritten with the new unreachable objects (Git 2.50)."""
+    repo = with_old_cruft_pack(tmp_path)
+    old = cruft_packs(repo.git_dir)
     ours, theirs = copy_of(repo, tmp_path / "ours"), copy_of(repo, tmp_path / "theirs")
-    git(theirs, "repack", "--cruft", "-d", "-q", f"--max-cruft-size={limit}")
-    result = packorder.repack(ours, max_cruft_size=limit)
-    assert sorted(map(sorted, cruft_packs(ours / ".git").values())) == sorted(
-        map(sorted, cruft_packs(theirs / ".git").values())
-    )
-    assert (len(result.retained_cruft_packs) == 1) == (limit < 120_000)
-    assert cruft_contents(ours / ".git") == cruft_contents(theirs / ".git")
+    result = packorder.repack(ours, combine_cruft_below_size=limit)
+    now = cruft_packs(ours / ".git")
+    if limit < 120_000:
+        assert len(result.retained_cruft_packs) == 1 and len(now) == 2
+        assert all(name in now and now[name] == ids for name, ids in old.items())
+    else:
+        assert not result.retained_cruft_packs and len(now) == 1
+        assert set.union(*old.values()) < next(iter(now.values()))
+    if git_has_combine:
+        git(theirs, "repack", "--cruft", "-d", "-q", f"--combine-cruft-below-size={limit}")
+        assert sorted(map(sorted, now.values())) == sorted(map(sorted, cruft_packs(theirs / ".git").values()))
+        assert cruft_contents(ours / ".git") == cruft_contents(theirs / ".git")
+    git(ours, "fsck", "--full")
+
+
+def test_max_cruft_size_caps_new_cruft_packs_only(tmp_path: Path) -> None:
+    """--max-cruft-size no longer keeps a cruft pack as it is (Git 2.50): the old one is
+    rewritten with the new objects, into packs of at most the size (1 MiB at the least)."""
+    repo = with_old_cruft_pack(tmp_path)
+    ours, theirs = copy_of(repo, tmp_path / "ours"), copy_of(repo, tmp_path / "theirs")
+    result = packorder.repack(ours, max_cruft_size=50_000)
+    assert not result.retained_cruft_packs and len(result.cruft_packs) == 1
     assert any("minimum pack size limit is 1 MiB" in w for w in result.warnings)
+    if git_has_combine:
+        git(theirs, "repack", "--cruft", "-d", "-q", "--max-cruft-size=50000")
+        assert sorted(map(sorted, cruft_packs(ours / ".git").values())) == sorted(
+            map(sorted, cruft_packs(theirs / ".git").values())
+        )
     git(ours, "fsck", "--full")
 
 

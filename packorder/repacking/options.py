@@ -37,7 +37,8 @@ class RepackRequest:
     verify: str | None = None
     repick_backward: bool = False
     cruft_expiration: str | None = None  # Git's date syntax; None: no unreachable object expires
-    max_cruft_size: int | None = None
+    max_cruft_size: int | None = None  # new cruft packs split at this size (Git 2.50's --max-cruft-size)
+    combine_cruft_below_size: int | None = None  # only cruft packs smaller than this are rewritten
     local: bool = True
     update_server_info: bool | None = None
 
@@ -59,6 +60,7 @@ class RepackOptions:
     local: bool
     update_server_info: bool
     repick_backward: bool = False
+    combine_cruft_below_size: int | None = None
 
     def describe(self) -> dict[str, object]:
         """The settings as `--dry-run --json` reports them."""
@@ -96,8 +98,9 @@ def read_options(repo: Repository, request: RepackRequest) -> RepackOptions:
     cruft_expiration = None
     if request.cruft_expiration is not None:
         cruft_expiration = expiry.expiration(request.cruft_expiration, "cruft_expiration", repo.git_dir)
-    if request.max_cruft_size is not None and request.max_cruft_size <= 0:
-        raise UsageError("{max_cruft_size} takes a positive size", params=("max_cruft_size",))
+    for name in ("max_cruft_size", "combine_cruft_below_size"):
+        if (getattr(request, name) or 0) < 0:
+            raise UsageError(f"{{{name}}} takes a size", params=(name,))
     update_server_info = request.update_server_info
     if update_server_info is None:
         update_server_info = cfg.get_bool("repack.updateServerInfo", True)
@@ -113,7 +116,8 @@ def read_options(repo: Repository, request: RepackRequest) -> RepackOptions:
         verify=verify,
         write_rev=cfg.get_bool("pack.writeReverseIndex", True),
         cruft_expiration=cruft_expiration,
-        max_cruft_size=request.max_cruft_size,
+        max_cruft_size=request.max_cruft_size or None,  # 0: no limit, as in Git
+        combine_cruft_below_size=request.combine_cruft_below_size or None,
         local=request.local,
         update_server_info=update_server_info,
         repick_backward=request.repick_backward,

@@ -217,20 +217,13 @@ def _bitmap_into(
 
 
 def retained_cruft_packs(repo: Repository, opts: RepackOptions) -> list[PackSource]:
-    """The cruft packs `--max-cruft-size` leaves as they are, as Git chooses them
-    (collapse_small_cruft_packs): smallest first, the existing cruft packs are rewritten
-    while together they fit the size; the others are kept. With an expiration every cruft
-    pack is rewritten (expired objects must go)."""
-    if opts.max_cruft_size is None or opts.cruft_expiration is not None:
+    """The cruft packs `--combine-cruft-below-size` leaves as they are, as Git 2.50 chooses
+    them (combine_small_cruft_packs): those of at least that size; the smaller ones are
+    rewritten. With an expiration every cruft pack is rewritten (expired objects must go)."""
+    limit = opts.combine_cruft_below_size
+    if limit is None or opts.cruft_expiration is not None:
         return []
-    cruft = sorted((p for p in repo.packs if p.cruft and not p.keep and not p.foreign), key=lambda p: p.size)
-    total, kept = 0, []
-    for pack in cruft:
-        if total + pack.size <= opts.max_cruft_size:
-            total += pack.size
-        else:
-            kept.append(pack)
-    return kept
+    return [p for p in repo.packs if p.cruft and not p.keep and not p.foreign and p.size >= limit]
 
 
 def over_cruft_size(group: PackGroup, written: writer_mod.WrittenPack, limit: int | None) -> bool:

@@ -220,7 +220,7 @@ def enumerate_objects(
     `unreachable`) the unreachable ones of the local packs and loose objects, for the cruft
     pack. Objects of .keep packs are left to those packs, and with `local` (`git repack -l`,
     as `git gc` runs it) objects an alternate has are left to it. The unreachable objects of
-    the `retained` packs (cruft packs that --max-cruft-size keeps) stay in them. Takes the
+    the `retained` packs (cruft packs that --combine-cruft-below-size keeps) stay in them. Takes the
     walk `snapshot` started, or starts one."""
     if snapshot is not None:
         walk, tags = snapshot.take_walk()
