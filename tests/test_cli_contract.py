@@ -73,7 +73,9 @@ def test_a_bad_command_line_is_a_usage_error(args: list[str]) -> None:
         (["seekstats", "--json", "--csv"], "--json and --csv cannot be used together"),
         (["index-pack", "--stdin", "x.pack"], "--stdin takes no pack argument"),
         (["index-pack", "--fix-thin", "x.pack"], "--fix-thin requires --stdin"),
-        (["repack", "--max-cruft-size", "0"], "--max-cruft-size takes a positive size"),
+        (["repack", "-g", "2", "-a"], "options '--geometric' and '-A/-a' cannot be used together"),
+        (["repack", "-k", "--cruft-expiration", "now"], "'-k/--keep-unreachable' and '--cruft-expiration'"),
+        (["repack", "--write-midx=flat"], "Invalid value for '--write-midx'"),
         (["experiment", "--runs", "0", "--cold-iops", "10"], "--cold-iops limits the cold runs: give --runs too"),
     ],
 )

@@ -14,8 +14,13 @@ import numpy as np
 from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import PackError
 from packorder.faults import crash_point
+from packorder.progress import ProgressCallback
+from packorder.repacking import pack_groups as groups_mod
+from packorder.repacking.options import RepackOptions
+from packorder.repacking.pack_groups import CRUFT, PROMISOR, PackGroup
 from packorder.repacking.recovery import Journal
-from packorder.repacking.repo import ObjectTable, PackSource, Repository
+from packorder.repacking.repack_result import RepackResult
+from packorder.repacking.repo import ObjectHistory, ObjectTable, PackSource, Repository
 from packorder.repacking.writer import IndexFiles
 from packorder.store import midx as midx_mod
 from packorder.store.object_ids import keys, lookup, sort_keys
@@ -143,7 +148,9 @@ def remove_replaced(
         going.append(pack.path)
     if journal is not None:
         journal.removing(going)
-    removal = Removal(midx=midx_mod.remove(repo.pack_dir) if going else midx_mod.find(repo.pack_dir))
+    # An index that names a pack about to go goes first; one written for the new packs stays.
+    names_going = going and midx_mod.names_any(repo.pack_dir, repo.fmt, going)
+    removal = Removal(midx=midx_mod.remove(repo.pack_dir) if names_going else midx_mod.Midx())
     for path in going:
         try:
             remove_pack(path)
@@ -209,3 +216,74 @@ def update_server_info(repo: Repository) -> None:
     """objects/info/packs and info/refs for dumb-HTTP clients, as `git repack` updates them
     (unless -n)."""
     repo.git("update-server-info")
+
+
+def write_and_install(
+    repo: Repository,
+    table: ObjectTable,
+    groups: list[PackGroup],
+    opts: RepackOptions,
+    out_dir: Path,
+    result: RepackResult,
+    journal: Journal | None,
+    history: ObjectHistory | None,
+    bitmap_heads: np.ndarray | None,
+    ages: np.ndarray,
+    split_at: int | None,
+    seconds: dict,
+    progress: ProgressCallback | None,
+) -> list[Path]:
+    """Write each group's pack and install it beside the old ones (nothing is removed here).
+    On any failure the packs this run installed are taken away again, so that a failed repack
+    (a full disk, a signal) leaves the repository as it was."""
+    installed: list[Path] = []
+    fresh: list[Path] = []  # installed by this run (not there before it)
+    queue = list(groups)
+    try:
+        while queue:
+            group = queue.pop(0)
+            assert group.choice is not None
+            tmp_pack, files, written, bitmap = groups_mod.write_group(
+                repo,
+                table.subset(group.rows),
+                group.choice,
+                opts,
+                group.order(opts.order),
+                out_dir,
+                seconds,
+                progress,
+                group.deltas,
+                history.subset(group.rows) if history is not None and group.kind != CRUFT else None,
+                bitmap_heads if group.kind != CRUFT else None,
+                ages[group.rows] if group.kind == CRUFT else None,
+            )
+            if groups_mod.over_cruft_size(group, written, split_at):
+                # Deltas made whole where their base fell in another part: halve and redo.
+                tmp_pack.unlink()
+                halves = [PackGroup(CRUFT, half) for half in np.array_split(group.rows, 2)]
+                groups_mod.choose_deltas(repo, table, halves, opts)
+                queue[:0] = halves
+                continue
+            if bitmap is not None:
+                result.bitmap = bitmap.data is not None
+                result.bitmap_kind = "pack" if result.bitmap else ""
+                result.bitmaps = bitmap.bitmaps
+                result.bitmap_note = bitmap.why
+            name = out_dir / f"pack-{written.checksum.hex()}.pack"
+            existed = name.with_suffix(".idx").exists()
+            if journal is not None:
+                journal.installing(name)
+            final = install(tmp_pack, files, written.checksum, out_dir, group.kind == PROMISOR)
+            if not existed:
+                fresh.append(final)
+            installed.append(final)
+            if group.kind == CRUFT:
+                result.cruft_packs.append(final)
+            result.pack_bytes += written.size
+    except BaseException:
+        for pack in fresh:
+            remove_pack(pack)
+        if journal is not None:
+            journal.finish()
+        raise
+    return installed

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,14 +25,14 @@ from packorder.orders.registry import ORDERS
 from packorder.progress import ProgressCallback
 from packorder.repacking import cruft as cruft_mod
 from packorder.repacking import install as install_mod
+from packorder.repacking import midx_policy, recovery, space
 from packorder.repacking import pack_groups as groups_mod
-from packorder.repacking import recovery, space
 from packorder.repacking import snapshot as snapshot_mod
 from packorder.repacking.options import RepackOptions, RepackRequest, read_options
-from packorder.repacking.pack_groups import CRUFT, MIN_PACK_SIZE_LIMIT, PROMISOR, PackGroup
+from packorder.repacking.pack_groups import CRUFT, MIN_PACK_SIZE_LIMIT
 from packorder.repacking.placement import entry_sizes, write_order
+from packorder.repacking.repack_result import RepackResult, Warnings
 from packorder.repacking.repo import (
-    ObjectHistory,
     ObjectTable,
     PackSource,
     Repository,
@@ -43,55 +42,6 @@ from packorder.repacking.repo import (
 )
 from packorder.settings import peak_rss
 from packorder.store import midx as midx_mod
-
-
-@dataclass
-class RepackResult:
-    git_dir: Path
-    packs: list[Path]
-    order: str
-    objects: int
-    reachable: int
-    unreachable_kept: int  # in the cruft pack (or a promisor pack)
-    unreachable_pruned: int  # expired: dropped
-    reused_deltas: int
-    cut_deltas: int
-    whole_objects: int
-    pack_bytes: int
-    old_pack_bytes: int
-    removed_packs: list[Path]
-    removed_loose: int
-    kept_packs: list[Path]
-    promisor: bool
-    bitmap: bool
-    dry_run: bool
-    verify: str
-    seconds: dict[str, float] = field(default_factory=dict)
-    peak_rss_bytes: int = 0
-    new_deltas: int = 0  # deltas found by the search (not among reused_deltas)
-    bitmap_kind: str = ""  # "pack" (the pack's own .bitmap) or "multi-pack-index"
-    bitmaps: int = 0  # commits given a bitmap in the pack's own .bitmap
-    bitmap_note: str = ""  # why the pack could not have its own bitmap (a multi-pack one was written)
-    cruft_packs: list[Path] = field(default_factory=list)
-    retained_cruft_packs: list[Path] = field(default_factory=list)  # left as they are (--max-cruft-size)
-    rescued: int = 0  # old unreachable objects kept because a recent one reaches them
-    in_alternates: int = 0  # reachable objects left to an alternate (`local`)
-    server_info: bool = False  # objects/info/packs and info/refs were updated
-    settings: dict[str, object] = field(default_factory=dict)  # the effective options
-    warnings: list[str] = field(default_factory=list)
-
-
-class _Warnings:
-    """Warnings of one repack: kept for the result, and passed on as they happen."""
-
-    def __init__(self, warn: Callable[[str], None] | None) -> None:
-        self.seen: list[str] = []
-        self.warn = warn
-
-    def __call__(self, message: str) -> None:
-        self.seen.append(message)
-        if self.warn is not None:
-            self.warn(message)
 
 
 def repack(
@@ -108,7 +58,11 @@ def repack(
     repick_backward_deltas: bool = False,
     cruft_expiration: str | None = None,
     max_cruft_size: int | None = None,
+    combine_cruft_below_size: int | None = None,
     local: bool = True,
+    write_midx: str | None = None,
+    delete: bool = True,
+    geometric: int | None = None,
     update_server_info: bool | None = None,
     dry_run: bool = False,
     output_dir: str | os.PathLike[str] | None = None,
@@ -119,14 +73,43 @@ def repack(
     """Rewrite the repository's reachable objects into one pack in the chosen order (the
     repository's `packorder.order`, else recency), its unreachable ones into a cruft pack
     (those older than `cruft_expiration`, Git's date syntax, are dropped; without it none
-    expires), and promisor objects into a promisor pack. Returns what was done; raises
+    expires; new cruft packs split at `max_cruft_size`; only cruft packs smaller than
+    `combine_cruft_below_size` rewritten), and promisor objects into a promisor pack. With
+    `write_midx` ("plain" or "incremental"), a multi-pack-index of the packs that result (the
+    ordered pack preferred; a bitmap goes there). Without `delete` (Git's `repack -a`
+    without -d), what the new packs replace stays. With `geometric` (N), only the packs that
+    break a geometric progression of factor N roll up, into one pack in the same order, and
+    the ordered pack stays (geometric.py; `git repack --geometric=N`). Returns what was done; raises
     PackError subclasses with the repository untouched on any failure. `warn` is called with
     each warning as it happens (they are in the result too). `start` is a snapshot.take() of
     the repository (locked when repacking in place), for a caller that starts Git's walk
     before importing this module; repack takes its own otherwise."""
+    if geometric:
+        if output_dir is not None or start is not None or ref_delta or repick_backward_deltas:
+            raise UsageError("a geometric repack works in place and reuses the deltas it keeps as they are")
+        from packorder.repacking.geometric import repack_geometric
+
+        return repack_geometric(
+            repo_path,
+            factor=geometric,
+            delete=delete,
+            write_midx=write_midx,
+            order=order,
+            no_reuse_delta=no_reuse_delta,
+            window=window,
+            depth=depth,
+            threads=threads,
+            write_bitmap=write_bitmap,
+            verify=verify,
+            local=local,
+            update_server_info=update_server_info,
+            dry_run=dry_run,
+            progress=progress,
+            warn=warn,
+        )
     started = time.perf_counter()
     seconds: dict[str, float] = {}
-    warnings = _Warnings(warn)
+    warnings = Warnings(warn)
     request = RepackRequest(
         order=order,
         no_reuse_delta=no_reuse_delta,
@@ -139,9 +122,14 @@ def repack(
         repick_backward=repick_backward_deltas,
         cruft_expiration=cruft_expiration,
         max_cruft_size=max_cruft_size,
+        combine_cruft_below_size=combine_cruft_below_size,
         local=local,
         update_server_info=update_server_info,
     )
+    if write_midx is not None and write_midx not in midx_policy.MODES:
+        raise UsageError(f"unknown value for --write-midx: {write_midx}")
+    if write_midx is not None and output_dir is not None:
+        raise UsageError("a pack in output_dir gets no multi-pack-index: it belongs beside the repository's packs")
     in_place = output_dir is None and not dry_run
     if output_dir is not None and write_bitmap:
         raise UsageError("a pack in output_dir gets no bitmap: a bitmap belongs beside the repository's own packs")
@@ -196,6 +184,10 @@ def repack(
         if opts.write_bitmap and table.in_alternates:
             # No pack of ours can hold everything reachable; Git gives up bitmaps too.
             warnings("disabling bitmap writing, as some objects are not being packed (an alternate has them)")
+            opts.write_bitmap = False
+        # With a multi-pack-index the bitmap is the index's, as Git writes it (no pack bitmap).
+        midx_bitmap = opts.write_bitmap and write_midx is not None
+        if midx_bitmap:
             opts.write_bitmap = False
         choices = [g.choice for g in groups if g.choice is not None]
         result = RepackResult(
@@ -255,7 +247,7 @@ def repack(
             seconds["order"] += time.perf_counter() - t
         else:
             journal = recovery.Journal(repo.git_dir) if in_place else None
-            result.packs = _write_and_install(
+            result.packs = install_mod.write_and_install(
                 repo,
                 table,
                 groups,
@@ -272,83 +264,13 @@ def repack(
             )
             if in_place:
                 assert journal is not None
-                _replace_old(repo, table, pruned_oids, retained, opts, result, journal, warnings, seconds)
+                midx = (write_midx, midx_bitmap) if write_midx is not None else None
+                _replace_old(repo, table, pruned_oids, retained, opts, result, journal, warnings, seconds, midx, delete)
     seconds["total"] = time.perf_counter() - started
     result.seconds = seconds
     result.peak_rss_bytes = peak_rss()
     result.warnings = warnings.seen
     return result
-
-
-def _write_and_install(
-    repo: Repository,
-    table: ObjectTable,
-    groups: list[PackGroup],
-    opts: RepackOptions,
-    out_dir: Path,
-    result: RepackResult,
-    journal: recovery.Journal | None,
-    history: ObjectHistory | None,
-    bitmap_heads: np.ndarray | None,
-    ages: np.ndarray,
-    split_at: int | None,
-    seconds: dict,
-    progress: ProgressCallback | None,
-) -> list[Path]:
-    """Write each group's pack and install it beside the old ones (nothing is removed here).
-    On any failure the packs this run installed are taken away again, so that a failed repack
-    (a full disk, a signal) leaves the repository as it was."""
-    installed: list[Path] = []
-    fresh: list[Path] = []  # installed by this run (not there before it)
-    queue = list(groups)
-    try:
-        while queue:
-            group = queue.pop(0)
-            assert group.choice is not None
-            tmp_pack, files, written, bitmap = groups_mod.write_group(
-                repo,
-                table.subset(group.rows),
-                group.choice,
-                opts,
-                group.order(opts.order),
-                out_dir,
-                seconds,
-                progress,
-                group.deltas,
-                history.subset(group.rows) if history is not None and group.kind != CRUFT else None,
-                bitmap_heads if group.kind != CRUFT else None,
-                ages[group.rows] if group.kind == CRUFT else None,
-            )
-            if groups_mod.over_cruft_size(group, written, split_at):
-                # Deltas made whole where their base fell in another part: halve and redo.
-                tmp_pack.unlink()
-                halves = [PackGroup(CRUFT, half) for half in np.array_split(group.rows, 2)]
-                groups_mod.choose_deltas(repo, table, halves, opts)
-                queue[:0] = halves
-                continue
-            if bitmap is not None:
-                result.bitmap = bitmap.data is not None
-                result.bitmap_kind = "pack" if result.bitmap else ""
-                result.bitmaps = bitmap.bitmaps
-                result.bitmap_note = bitmap.why
-            name = out_dir / f"pack-{written.checksum.hex()}.pack"
-            existed = name.with_suffix(".idx").exists()
-            if journal is not None:
-                journal.installing(name)
-            final = install_mod.install(tmp_pack, files, written.checksum, out_dir, group.kind == PROMISOR)
-            if not existed:
-                fresh.append(final)
-            installed.append(final)
-            if group.kind == CRUFT:
-                result.cruft_packs.append(final)
-            result.pack_bytes += written.size
-    except BaseException:
-        for pack in fresh:
-            install_mod.remove_pack(pack)
-        if journal is not None:
-            journal.finish()
-        raise
-    return installed
 
 
 def _replace_old(
@@ -359,22 +281,30 @@ def _replace_old(
     opts: RepackOptions,
     result: RepackResult,
     journal: recovery.Journal,
-    warnings: _Warnings,
+    warnings: Warnings,
     seconds: dict,
+    midx: tuple[str, bool] | None = None,
+    delete: bool = True,
 ) -> None:
-    """Once the installed packs are proven to hold every object, remove what they replace,
-    then write the multi-pack-index and server info again."""
+    """Once the installed packs are proven to hold every object: write the multi-pack-index
+    asked for (`midx`: its form and whether it has the bitmap), remove what the new packs
+    replace (with `delete`), then write a multi-pack-index the repository had again, and the
+    server info."""
     t = time.perf_counter()
     kept = result.packs + [p.path for p in retained]
     install_mod.check_complete(kept, table)
-    removal = install_mod.remove_replaced(repo, table, pruned_oids, kept, opts.cruft_expiration, warnings, journal)
+    if midx is not None:
+        _write_midx(repo, result, retained, midx, delete, warnings)
+    removal = install_mod.Removal(midx=midx_mod.Midx())
+    if delete:
+        removal = install_mod.remove_replaced(repo, table, pruned_oids, kept, opts.cruft_expiration, warnings, journal)
     journal.finish()
     result.removed_packs, result.removed_loose = removal.packs, removal.loose
     # Beside packs it does not replace the pack's bitmap would lack objects: a
     # multi-pack-index one covers them all. A multi-pack-index the repository had
     # is written again, in its form.
     midx_bitmap = opts.write_bitmap and bool(result.packs) and not result.bitmap
-    if midx_bitmap or removal.midx.present:
+    if midx is None and (midx_bitmap or removal.midx.present):
         wrote = midx_mod.write(repo.git_dir, removal.midx, midx_bitmap or removal.midx.bitmap, warnings)
         if midx_bitmap and wrote:
             result.bitmap, result.bitmap_kind = True, "multi-pack-index"
@@ -383,3 +313,29 @@ def _replace_old(
         result.server_info = True
         crash_point("server-info-updated")
     seconds["install"] = time.perf_counter() - t
+
+
+def _write_midx(
+    repo: Repository,
+    result: RepackResult,
+    retained: list[PackSource],
+    midx: tuple[str, bool],
+    delete: bool,
+    warnings: Warnings,
+) -> None:
+    """The multi-pack-index of the packs the repack leaves (Git's midx_included_packs for an
+    all-into-one repack): the new ones, the cruft packs kept as they are, the .keep packs,
+    and without `delete` every pack there was; the ordered pack preferred."""
+    mode, bitmap = midx
+    staying = [p.path for p in repo.packs if not p.foreign and (p.keep or not delete)]
+    packs = [*result.packs, *(p.path for p in retained), *(p for p in staying if p not in result.packs)]
+    ordered = next(
+        (p for p in result.packs if p not in result.cruft_packs and not p.with_suffix(".promisor").exists()), None
+    )
+    plan = (
+        midx_policy.chain_plan(repo, None, result.packs, packs[len(result.packs) :]) if mode == "incremental" else None
+    )
+    if midx_policy.write(repo, packs, ordered, mode, bitmap, warnings, plan):
+        result.midx = mode
+        if bitmap:
+            result.bitmap, result.bitmap_kind = True, "multi-pack-index"

@@ -342,12 +342,14 @@ def take(
     order: str | None = None,
     warn: lock_mod.Warn | None = None,
     bitmap: bool | None = None,
+    walks: bool = True,
 ) -> Snapshot:
     """Lock (if `lock`: lock.py; a lock the caller holds already is used as it is, and
     stays the caller's), list, then start the walks `order` needs (the repository's
     `packorder.order` when None): the main walk (in commit order when the order needs each
     object's introducing commit) and, beside it, the walk of unreleased history. `bitmap` is
-    the repack's -b/-B, if given: with a bitmap to write, the walk records the graph."""
+    the repack's -b/-B, if given: with a bitmap to write, the walk records the graph. Without
+    `walks` (a geometric repack, which walks only what it rolls up), nothing is started."""
     snap = _open(path, bool(lock))
     try:
         snap.order = configured_order(snap.config, order)
@@ -363,6 +365,8 @@ def take(
                 if warn is not None:
                     warn(snap.warnings[-1])
         _list(snap)
+        if not walks:
+            return snap
         promisor = any(p.with_suffix(".promisor").exists() for p in snap.local_packs + snap.foreign_packs)
         snap.walk = _main_walk(snap, promisor, needs.needs_intro, _may_write_bitmap(snap, bitmap, promisor))
         snap.tags = TagTips(snap.git_dir)

@@ -1,0 +1,26 @@
+"""The click options the repository commands share (`repack`, `gc`, and the others of
+cli/main.py): quiet and verbose, the progress line they choose, the list of orders."""
+
+from __future__ import annotations
+
+import click
+
+from packorder import progress as progress_mod
+from packorder.orders.catalog import CATALOG
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+# One line an order, below the options (`\b`: click keeps these lines as they are).
+ORDERS_EPILOG = "\b\nOrders:\n" + "\n".join(f"  {name:<20} {info.summary}" for name, info in CATALOG.items())
+
+quiet_option = click.option("-q", "--quiet", "quiet", is_flag=True, help="Print nothing but warnings and errors.")
+verbose_option = click.option(
+    "-v", "--verbose", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal."
+)
+
+
+def progress_of(ctx: click.Context, quiet: bool, verbose: bool) -> progress_mod.ProgressCallback | None:
+    """The progress line -q and -v ask for (refused together)."""
+    if quiet and verbose:
+        raise click.UsageError("-q and -v cannot be used together", ctx)
+    return progress_mod.auto(quiet=quiet, force=verbose)

@@ -1,0 +1,61 @@
+"""What a repack did (`RepackResult`, which packorder.repack returns), and the warnings it
+gave on the way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class RepackResult:
+    git_dir: Path
+    packs: list[Path]
+    order: str
+    objects: int
+    reachable: int
+    unreachable_kept: int  # in the cruft pack (or a promisor pack)
+    unreachable_pruned: int  # expired: dropped
+    reused_deltas: int
+    cut_deltas: int
+    whole_objects: int
+    pack_bytes: int
+    old_pack_bytes: int
+    removed_packs: list[Path]
+    removed_loose: int
+    kept_packs: list[Path]
+    promisor: bool
+    bitmap: bool
+    dry_run: bool
+    verify: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    peak_rss_bytes: int = 0
+    new_deltas: int = 0  # deltas found by the search (not among reused_deltas)
+    bitmap_kind: str = ""  # "pack" (the pack's own .bitmap) or "multi-pack-index"
+    bitmaps: int = 0  # commits given a bitmap in the pack's own .bitmap
+    bitmap_note: str = ""  # why the pack could not have its own bitmap (a multi-pack one was written)
+    cruft_packs: list[Path] = field(default_factory=list)
+    retained_cruft_packs: list[Path] = field(default_factory=list)  # left as they are (--max-cruft-size)
+    rescued: int = 0  # old unreachable objects kept because a recent one reaches them
+    in_alternates: int = 0  # reachable objects left to an alternate (`local`)
+    server_info: bool = False  # objects/info/packs and info/refs were updated
+    settings: dict[str, object] = field(default_factory=dict)  # the effective options
+    warnings: list[str] = field(default_factory=list)
+    strategy: str = "full"  # "full": everything into one pack; "geometric": the small packs rolled up
+    rolled_up: list[Path] = field(default_factory=list)  # geometric: the packs rolled up
+    ordered_pack: Path | None = None  # geometric: the pack left as it is, the multi-pack-index's preferred one
+    midx: str = ""  # the multi-pack-index written: "plain", "incremental", or none
+
+
+class Warnings:
+    """Warnings of one repack: kept for the result, and passed on as they happen."""
+
+    def __init__(self, warn: Callable[[str], None] | None) -> None:
+        self.seen: list[str] = []
+        self.warn = warn
+
+    def __call__(self, message: str) -> None:
+        self.seen.append(message)
+        if self.warn is not None:
+            self.warn(message)
