@@ -80,7 +80,7 @@ def test_packorder_gc_leaves_what_git_gc_leaves(work: Repo, tmp_path: Path) -> N
     theirs = tmp_path / "theirs"
     shutil.copytree(work.path, theirs, symlinks=True)
     git(theirs, "gc", "-q")
-    result = gc(work.path)
+    result = gc(work.path, full=True)
     assert result.ran and result.steps[:3] == ["pack-refs", "reflog-expire", "repack"]
     assert "worktree-prune" in result.steps and "commit-graph" in result.steps
     ours, gits = gc_state(work.git_dir), gc_state(theirs / ".git")
@@ -103,7 +103,8 @@ def test_git_gc_runs_cleanly_right_after_packorder_gc(work: Repo) -> None:
 def test_prune_dates(work: Repo, prune: str | None, kept: set[int]) -> None:
     ids = {d: work.run("hash-object", "--stdin", input=f"unreachable, {d} days old\n".encode()).decode().strip()
            for d in (1, 10, 20, 40)}  # fmt: skip
-    gc(work.path, prune=prune)
+    result = gc(work.path, prune=prune)
+    assert result.repack.strategy == ("full" if prune is not None else "geometric")
     have = all_ids(work.git_dir)
     assert {d for d, oid in ids.items() if oid in have} == kept
 
@@ -111,7 +112,7 @@ def test_prune_dates(work: Repo, prune: str | None, kept: set[int]) -> None:
 def test_gc_prune_expire_is_read_and_checked_as_git_does(work: Repo) -> None:
     work.run("config", "gc.pruneExpire", "1.week.ago")
     old = work.run("hash-object", "--stdin", input=b"unreachable, 10 days old\n").decode().strip()
-    gc(work.path)
+    gc(work.path, full=True)
     assert old not in all_ids(work.git_dir)  # 1.week.ago is not two weeks
     work.run("config", "gc.pruneExpire", "false")
     with pytest.raises(RepositoryError, match=r"invalid gc\.pruneExpire: 'false'"):
@@ -143,7 +144,9 @@ def test_auto_does_nothing_below_the_thresholds(work: Repo) -> None:
 
 
 def test_auto_runs_past_gits_thresholds(work: Repo) -> None:
+    """packorder.strategy=full: git gc --auto's thresholds, gc.auto and gc.autoPackLimit."""
     packorder.repack(work.path)
+    work.run("config", "packorder.strategy", "full")
     work.run("config", "gc.auto", "256")  # more than one loose object in objects/17
     for i in range(2000):
         oid = work.run("hash-object", "--stdin", input=f"loose {i}\n".encode()).decode().strip()
@@ -159,8 +162,43 @@ def test_auto_runs_past_gits_thresholds(work: Repo) -> None:
         work.run("repack", "-q")  # a pack a push
     result = gc(work.path, auto=True)
     assert result.ran and any("packs" in r for r in result.auto.reasons)
+    assert result.steps[2] == "repack" and result.repack.strategy == "full"
     work.run("config", "gc.auto", "0")
     assert not gc(work.path, auto=True).auto.needed  # 0 turns --auto off, as in Git
+
+
+def loose_in_17(count: int) -> list[bytes]:
+    """Contents of `count` blobs whose ids start with 17 (the directory Git counts)."""
+    import hashlib
+
+    found = []
+    i = 0
+    while len(found) < count:
+        data = f"loose {i}\n".encode()
+        if hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest().startswith("17"):
+            found.append(data)
+        i += 1
+    return found
+
+
+def test_auto_runs_past_the_geometric_tasks_thresholds(work: Repo) -> None:
+    """The default: Git's geometric maintenance task's condition, packs to roll up or loose
+    objects past maintenance.geometric-repack.auto (100)."""
+    packorder.repack(work.path)
+    work.run("config", "maintenance.auto", "false")  # no git maintenance after these commits
+    for data in loose_in_17(2):
+        work.run("hash-object", "-w", "--stdin", input=data)
+    result = gc(work.path, auto=True)
+    assert result.ran and any("loose objects" in r for r in result.auto.reasons), result.auto.reasons
+    assert result.steps == ["geometric-repack", "maintenance-tasks"] and len(result.repack.packs) == 1
+    assert not gc(work.path, auto=True).ran  # rolled up: nothing more to do
+    for i in range(3):
+        work.commit(f"pushed {i}")
+        work.run("repack", "-q")  # a pack a push
+    result = gc(work.path, auto=True)
+    assert result.ran and any("roll up" in r for r in result.auto.reasons)
+    work.run("config", "maintenance.geometric-repack.auto", "0")
+    assert not gc(work.path, auto=True).auto.needed  # 0 turns it off, as in Git
 
 
 def test_auto_runs_when_git_gc_undid_the_order(work: Repo) -> None:
@@ -231,22 +269,30 @@ def test_the_recipe_keeps_the_order_through_commits_that_trigger_auto_gc(work: R
     control.path, control.clock = tmp_path / "control", work.clock
     shutil.copytree(work.path, control.path, symlinks=True)
     for repo in (work, control):
-        gc(repo.path)
+        gc(repo.path, full=True)
         repo.run("config", "gc.autoPackLimit", "2")
         repo.run("config", "gc.autoDetach", "false")
+        repo.run("config", "maintenance.autoDetach", "false")
     before = log_path_p90(work.path)
+    (ordered,) = [p for p in work.pack_files() if not p.with_suffix(".mtimes").exists()]
     subprocess.run(["sh", "-e", "-c", recipe()], cwd=work.path, check=True, env=git_env())
-    work.run("config", "packorder.autoPackLimit", "2")
 
-    # Without the recipe, Git's auto gc runs during the commits and writes Git's order.
+    # Without the recipe, Git's auto maintenance runs during the commits and repacks.
+    control_packs = control.pack_files()
     commit_enough_to_trigger_auto_gc(control)
-    assert drift.measure(control.git_dir, "recency").misplaced
-    # With it, Git leaves the packs alone, and packorder gc --auto folds them in order.
-    packs = len(list((work.git_dir / "objects" / "pack").glob("*.pack")))
+    assert not set(control_packs) <= set(control.pack_files())
+    # With it, Git leaves the packs alone, and packorder gc --auto rolls them up in order.
+    packs = len(work.pack_files())
     commit_enough_to_trigger_auto_gc(work)
-    assert len(list((work.git_dir / "objects" / "pack").glob("*.pack"))) > packs  # no git gc ran
+    assert len(work.pack_files()) > packs  # no git gc ran
+    for run in (["maintenance", "run", "--auto"], ["maintenance", "run"]):
+        work.run(*run)
+    assert len(work.pack_files()) > packs and ordered.exists()
     result = gc(work.path, auto=True)
-    assert result.ran and any("packs" in r for r in result.auto.reasons)
-    assert drift.measure(work.git_dir, "recency").share == 0.0
-    after, undone = log_path_p90(work.path), log_path_p90(control.path)
-    assert after <= 1.2 * before + 4096 and undone > 2 * after, (before, after, undone)
+    assert result.ran and any("roll up" in r for r in result.auto.reasons)
+    assert ordered.exists() and ordered in work.pack_files()
+    measured = drift.measure(work.git_dir, "recency")
+    assert measured.ordered_pack == ordered and measured.misplaced == 0
+    after = log_path_p90(work.path)
+    assert after <= 1.2 * before + 4096, (before, after)
+    assert not gc(work.path, auto=True).ran

@@ -18,6 +18,7 @@ from packorder.cli.base import (
     command_usage,
     fail,
     guarded,
+    parse_size,
     print_json,
     stop_on_termination,
     usage_error,
@@ -99,8 +100,16 @@ CONFIGURED = "\0configured"  # --prune without a date: gc.pruneExpire decides, a
 
 @main.command("gc", context_settings=CONTEXT)
 @click.argument("repo", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--auto", is_flag=True, help="Run only past Git's thresholds (gc.auto, gc.autoPackLimit) or on drift.")
-@click.option("--aggressive", is_flag=True, help="Search new deltas (gc.aggressiveWindow, gc.aggressiveDepth).")
+@click.option(
+    "--auto",
+    is_flag=True,
+    help="Run only when packs roll up, loose objects pass maintenance.geometric-repack.auto (gc.auto with "
+    "packorder.strategy=full), or the layout has drifted past packorder.autoDrift.",
+)
+@click.option(
+    "--full", is_flag=True, help="Repack everything into one ordered pack (default: only the small packs roll up)."
+)
+@click.option("--aggressive", is_flag=True, help="As --full, searching new deltas (gc.aggressiveWindow, ...Depth).")
 @click.option(
     "--prune",
     "prune",
@@ -115,6 +124,7 @@ CONFIGURED = "\0configured"  # --prune without a date: gc.pruneExpire decides, a
 @click.option("--force", is_flag=True, help="Run even if gc.pid names another gc that may be running.")
 @click.option("--order", type=click.Choice(tuple(CATALOG)), metavar="ORDER", help="As repack --order.")
 @click.option("--verify", type=click.Choice(tuple(VERIFY_MODES)), help="As repack --verify.")
+@click.option("--max-cruft-size", metavar="SIZE", help="Split new cruft packs at SIZE (default: gc.maxCruftSize).")
 @quiet_option
 @verbose_option
 @click.option("--json", "as_json", is_flag=True, help="Print what ran (and, with --auto, why) as JSON.")
@@ -124,6 +134,7 @@ def gc_cmd(
     ctx: click.Context,
     repo: Path | None,
     auto: bool,
+    full: bool,
     aggressive: bool,
     prune: str,
     no_prune: bool,
@@ -131,12 +142,15 @@ def gc_cmd(
     force: bool,
     order: str | None,
     verify: str | None,
+    max_cruft_size: str | None,
     quiet: bool,
     verbose: bool,
     as_json: bool,
 ) -> None:
     """Git's maintenance (pack-refs, reflog expire, prune, worktree prune, rerere gc,
-    commit-graph), with packorder's repack in place of git repack, so that it keeps the order."""
+    commit-graph), with packorder's repack in place of git repack, so that it keeps the order:
+    the small packs roll up in order beside the ordered pack, and everything is repacked into
+    one ordered pack when the progression collapses or the layout drifts."""
     from packorder.repacking.maintenance import KEEP_CONFIGURED, gc
 
     if no_prune and prune != CONFIGURED:
@@ -146,12 +160,14 @@ def gc_cmd(
         result = gc(
             repo,
             auto=auto,
+            full=full,
             aggressive=aggressive,
             prune=None if no_prune else (KEEP_CONFIGURED if prune == CONFIGURED else prune),
             force=force,
             quiet=quiet,
             order=order,
             verify=verify,
+            max_cruft_size=parse_size(max_cruft_size),
             progress=show,
             warn=warn,
             log=lambda line: click.echo(line, err=True),

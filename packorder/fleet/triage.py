@@ -127,7 +127,7 @@ def _fill(t: Triage, order: str | None) -> None:
     def layout_of(pack: Path) -> layout_mod.PackLayout:
         return by_name[pack.name] if pack.name in by_name else layout_mod.load(pack, fmt=fmt)
 
-    t.drift = drift_mod.measure(t.path, t.order, fmt, layout_of).share
+    t.drift = drift_mod.measure(t.path, t.order, fmt, layout_of, remember=False).share
     estimate = cost_mod.estimate(repack_contents(t, repo, local))
     t.estimated_seconds, t.estimated_peak_bytes = estimate.seconds, estimate.peak_bytes
     t.share_now = prediction.modelled_share([p.layout for p in local], config)

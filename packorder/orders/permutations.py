@@ -57,13 +57,14 @@ class OrderInput:
         return depth_first_positions(self.base)
 
 
-def git_write_order(kinds: np.ndarray, tagged: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """Git's compute_write_order (one layer, no delta islands), over the types given."""
+def git_write_order(kinds: np.ndarray, tagged: np.ndarray, base: np.ndarray, intended: bool = False) -> np.ndarray:
+    """Git's compute_write_order (one layer, no delta islands), over the types given; with
+    `intended`, its intended order (see tag_tips_and_commits)."""
     n = len(kinds)
     w = WriteOrder(n)
     if n == 0:
         return w.result()
-    rest = _tag_tips_commits_trees(w, kinds, tagged)
+    rest = _tag_tips_commits_trees(w, kinds, tagged, intended)
     # Finally everything else, a delta family at a time from its chain root, families in the
     # order of their first member not yet written. Writing a family fills only its own
     # members, so that order can be read off before writing any.
@@ -78,24 +79,32 @@ def git_write_order(kinds: np.ndarray, tagged: np.ndarray, base: np.ndarray) -> 
     return out
 
 
-def _tag_tips_commits_trees(w: WriteOrder, kinds: np.ndarray, tagged: np.ndarray) -> np.ndarray:
+def _tag_tips_commits_trees(w: WriteOrder, kinds: np.ndarray, tagged: np.ndarray, intended: bool = True) -> np.ndarray:
     """The first phases of Git's write order: objects in discovery order up to the first tag
     tip, all the tag tips together, the remaining commits and tags, then all trees. Returns
     the objects from the first tag tip on (what later phases choose from)."""
-    rest = tag_tips_and_commits(w, kinds, tagged)
+    rest = tag_tips_and_commits(w, kinds, tagged, intended=intended)
     w.add(rest[kinds[rest] == TREE])
     return rest
 
 
 def tag_tips_and_commits(
-    w: WriteOrder, kinds: np.ndarray, tagged: np.ndarray, first: np.ndarray | None = None
+    w: WriteOrder, kinds: np.ndarray, tagged: np.ndarray, first: np.ndarray | None = None, intended: bool = True
 ) -> np.ndarray:
     """Git's write order up to its tree region: objects in discovery order up to the first
     tag tip, all the tag tips together, the remaining commits and tags (those `first` marks
-    before the others). Returns the objects from the first tag tip on."""
+    before the others). Returns the objects from the first tag tip on.
+
+    With `intended` (every order but `git`), the discovery order also stops at the first
+    object that is neither a commit nor a tag: Git's rule writes a repository without tags
+    (or whose tags are all on trees and blobs) in plain discovery order, trees and blobs
+    mixed, which is no order of its phases."""
     n = len(kinds)
     tagged_at = np.flatnonzero(tagged)
     last_untagged = int(tagged_at[0]) if len(tagged_at) else n
+    if intended:
+        other = np.flatnonzero((kinds != COMMIT) & (kinds != TAG))
+        last_untagged = min(last_untagged, int(other[0]) if len(other) else n)
     w.add(np.arange(last_untagged))
     w.add(tagged_at)
     rest = np.arange(last_untagged, n)
@@ -111,7 +120,7 @@ def recency(objs: OrderInput) -> np.ndarray:
     trees, then delta families."""
     if np.isin(objs.kinds, (OFS_DELTA, REF_DELTA)).any():
         raise ValueError("recency order takes real object types")
-    return git_write_order(objs.kinds, objs.tagged, objs.base)
+    return git_write_order(objs.kinds, objs.tagged, objs.base, intended=True)
 
 
 def git(objs: OrderInput) -> np.ndarray:

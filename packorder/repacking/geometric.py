@@ -163,11 +163,16 @@ def repack_geometric(
         # run killed after installing it): it stays, and is not among what goes.
         going = [p for p in going if p.path not in result.packs]
         staying = [p for p in repo.packs if p not in going and not p.foreign and p.path not in result.packs]
-        if write_midx is not None:
-            _write_midx(repo, geometry, staying, result, write_midx, bitmap, warnings)
-        if delete and (going or len(found.loose)):
-            _remove_rolled_up(repo, going, found.loose, staying, result, journal, warnings)
-        journal.finish()
+        try:
+            if write_midx is not None:
+                _write_midx(repo, geometry, staying, result, write_midx, bitmap, warnings)
+            if delete and (going or len(found.loose)):
+                _remove_rolled_up(repo, going, found.loose, staying, result, journal, warnings)
+        except BaseException:
+            install_mod.withdraw(repo, result, journal)
+            raise
+        finally:
+            journal.finish()
         if opts.update_server_info:
             install_mod.update_server_info(repo)
             result.server_info = True

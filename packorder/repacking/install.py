@@ -15,9 +15,10 @@ from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import PackError
 from packorder.faults import crash_point
 from packorder.progress import ProgressCallback
+from packorder.repacking import drift as drift_mod
 from packorder.repacking import pack_groups as groups_mod
 from packorder.repacking.options import RepackOptions
-from packorder.repacking.pack_groups import CRUFT, PROMISOR, PackGroup
+from packorder.repacking.pack_groups import CRUFT, PROMISOR, REACHABLE, PackGroup
 from packorder.repacking.recovery import Journal
 from packorder.repacking.repack_result import RepackResult
 from packorder.repacking.repo import ObjectHistory, ObjectTable, PackSource, Repository
@@ -232,10 +233,15 @@ def write_and_install(
     split_at: int | None,
     seconds: dict,
     progress: ProgressCallback | None,
+    ordered: bool = False,
 ) -> list[Path]:
     """Write each group's pack and install it beside the old ones (nothing is removed here).
     On any failure the packs this run installed are taken away again, so that a failed repack
-    (a full disk, a signal) leaves the repository as it was."""
+    (a full disk, a signal) leaves the repository as it was; `result.fresh_packs` are those
+    it installed that were not there before, for the caller to take away in turn if what it
+    does next fails before anything is removed (withdraw). With `ordered` (a full repack:
+    the reachable objects' pack is the ordered pack), its drift count goes to
+    `result.misplaced`, for the caller to keep once the repack has succeeded (drift.py)."""
     installed: list[Path] = []
     fresh: list[Path] = []  # installed by this run (not there before it)
     queue = list(groups)
@@ -273,12 +279,21 @@ def write_and_install(
             existed = name.with_suffix(".idx").exists()
             if journal is not None:
                 journal.installing(name)
-            final = install(tmp_pack, files, written.checksum, out_dir, group.kind == PROMISOR)
+            try:
+                final = install(tmp_pack, files, written.checksum, out_dir, group.kind == PROMISOR)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    tmp_pack.unlink()  # not renamed into place: still the temporary file
+                raise
             if not existed:
                 fresh.append(final)
             installed.append(final)
             if group.kind == CRUFT:
                 result.cruft_packs.append(final)
+            elif group.kind == REACHABLE and ordered and journal is not None:
+                part = table.subset(group.rows)
+                rows = written.plan.rows
+                result.misplaced = (final, drift_mod.misplaced_count(part.kinds[rows], part.tagged[rows]))
             result.pack_bytes += written.size
     except BaseException:
         for pack in fresh:
@@ -286,4 +301,19 @@ def write_and_install(
         if journal is not None:
             journal.finish()
         raise
+    result.fresh_packs = fresh
     return installed
+
+
+def withdraw(repo: Repository, result: RepackResult, journal: Journal | None) -> None:
+    """Take the packs a repack installed away again when it fails before removing anything
+    (the journal names no removal): with the multi-pack-index it may have written for them,
+    the repository is as it was. Once removal has begun, the new packs are what holds the
+    objects, and they stay."""
+    if journal is not None and journal.removal_started:
+        return
+    if result.midx and result.fresh_packs:
+        midx_mod.remove(repo.pack_dir)
+    for pack in result.fresh_packs:
+        remove_pack(pack)
+    result.fresh_packs = []

@@ -5,6 +5,15 @@ file and rule means a `git gc` started beside a packorder repack refuses to run,
 packorder repack refuses to start beside a `git gc`; and `git gc` and `git count-objects`
 do not report it as garbage, as they did the old `objects/pack/packorder-repack.lock`.
 
+Git's maintenance (`git maintenance run`, whose repacking tasks do not take gc.pid) holds
+`objects/maintenance.lock` while it runs, and skips its run when that file exists: packorder
+holds it too, beside gc.pid, so that Git's geometric repack never runs beside packorder's.
+It names its holder as gc.pid does; one left by a killed packorder is taken over, one of Git's
+(empty) only once it is 12 hours old, or with --force. Where Git's repacking tasks are off
+(docs/maintenance.md's recipe), a running `git maintenance` touches no pack, and packorder
+runs beside it without the file: that is how it runs when Git's maintenance starts it (the
+pre-auto-gc hook).
+
 The rule, Git's: the file is read and rewritten under `gc.pid.lock` (created exclusively), and
 a `gc.pid` is honoured only if it is younger than 12 hours and names either another host or
 a process that is alive on this one. So a lock left by a killed repack costs the next run one
@@ -27,11 +36,15 @@ from packorder.errors import RepositoryError
 from packorder.faults import crash_point
 
 GC_PID = "gc.pid"
+MAINTENANCE_LOCK = Path("objects") / "maintenance.lock"
 STALE_AFTER = 12 * 3600  # seconds: Git's limit on how long a gc.pid is honoured
 # gc.pid.lock is held only while gc.pid is read and rewritten (microseconds); an empty one
 # this old was left by a process killed between creating and writing it.
 STALE_EMPTY_LOCKFILE_AFTER = 5
 LOCKFILE_WAIT = 2.0  # seconds to wait for a gc.pid.lock held by a live process
+# Seconds to wait for Git's maintenance to finish (it runs after every push, briefly) before
+# a repack gives up; `gc --auto` does not wait, as Git's own maintenance does not.
+MAINTENANCE_WAIT = 30.0
 # Earlier versions of packorder locked with this file, which Git reports as garbage.
 LEGACY_LOCK = Path("objects") / "pack" / "packorder-repack.lock"
 
@@ -108,21 +121,97 @@ def holds(holder: Holder, my_host: str) -> bool:
 
 
 class RepositoryLock:
-    """gc.pid, held until release(); release removes it only if it still names this process."""
+    """gc.pid and maintenance.lock, held until release(); release removes each only if it
+    still names this process."""
 
-    def __init__(self, path: Path, content: str) -> None:
+    def __init__(self, path: Path, content: str, maintenance: Path | None = None) -> None:
         self.path = path
         self.content = content
+        self.maintenance = maintenance
 
     def release(self) -> None:
-        with contextlib.suppress(OSError):
-            if self.path.read_text(errors="replace") == self.content:
-                self.path.unlink()
+        for path in (self.maintenance, self.path):
+            with contextlib.suppress(OSError):
+                if path is not None and path.read_text(errors="replace") == self.content:
+                    path.unlink()
 
 
-def acquire(git_dir: Path, warn: Warn | None = None, force: bool = False) -> RepositoryLock:
-    """Take gc.pid for this process, or raise LockHeld. A stale one (dead holder, or older than
-    12 hours) is taken over with a warning; `force` takes over a live one, as `git gc --force`."""
+class MaintenanceRunning(LockHeld):
+    """Git's maintenance holds the repository (objects/maintenance.lock)."""
+
+    def __init__(self, path: Path) -> None:
+        RepositoryError.__init__(
+            self, f"git maintenance is running ({path} exists); if it is not, remove that file or wait 12 hours"
+        )
+        self.holder = None
+
+
+# The tasks of `git maintenance` that rewrite packs (the gc task takes gc.pid, as we do).
+REPACKING_TASKS = ("geometric-repack", "incremental-repack", "loose-objects")
+
+
+def _git_leaves_packs_alone(git_dir: Path) -> bool:
+    """Whether Git's maintenance is configured to run none of its repacking tasks."""
+    from packorder.gitcmd import read_config
+
+    config = read_config(git_dir)
+    return all(not config.get_bool(f"maintenance.{task}.enabled", True) for task in REPACKING_TASKS)
+
+
+def _take_maintenance_lock(git_dir: Path, content: str, warn: Warn | None, force: bool, wait: float) -> Path | None:
+    """Hold objects/maintenance.lock as Git's maintenance holds it (see the module's doc),
+    waiting up to `wait` seconds for a running one to finish. None where there is no
+    objects directory to hold it in."""
+    path = git_dir / MAINTENANCE_LOCK
+    if not path.parent.is_dir():
+        return None
+    deadline = time.monotonic() + wait
+    attempts = 0
+    leaves_packs_alone: bool | None = None
+    while attempts < 2:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            holder = read_holder(path)
+            try:
+                age = time.time() - path.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            live = holds(holder, socket.gethostname()) if holder is not None else age <= STALE_AFTER
+            if live and holder is None and not force:
+                if leaves_packs_alone is None:
+                    leaves_packs_alone = _git_leaves_packs_alone(git_dir)
+                if leaves_packs_alone:
+                    return None  # Git's maintenance holds it, and will not repack beside us
+            if live and not force:
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                raise MaintenanceRunning(path) from None
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            if warn is not None:
+                why = "taken over by --force" if live else "left by a process that is gone"
+                warn(f"took over {path}: {why}")
+            attempts += 1
+            continue
+        except OSError as e:
+            raise RepositoryError(f"cannot lock the repository: {path}: {e.strerror}") from None
+        try:
+            os.write(fd, content.encode())
+        finally:
+            os.close(fd)
+        return path
+    raise RepositoryError(f"cannot lock the repository: {path} keeps coming back")
+
+
+def acquire(
+    git_dir: Path, warn: Warn | None = None, force: bool = False, maintenance_wait: float | None = None
+) -> RepositoryLock:
+    """Take gc.pid and objects/maintenance.lock for this process, or raise LockHeld. A stale
+    one (dead holder, or older than 12 hours) is taken over with a warning; `force` takes
+    over a live one, as `git gc --force`. A running `git maintenance` is waited for up to
+    `maintenance_wait` seconds."""
     path = git_dir / GC_PID
     _remove_legacy_lock(git_dir, warn)
     lockfile = _create_lockfile(path.with_name(GC_PID + ".lock"), warn)
@@ -151,7 +240,14 @@ def acquire(git_dir: Path, warn: Warn | None = None, force: bool = False) -> Rep
         with contextlib.suppress(OSError):
             path.with_name(GC_PID + ".lock").unlink()
         raise
-    return RepositoryLock(path, content)
+    held = RepositoryLock(path, content)
+    try:
+        wait = MAINTENANCE_WAIT if maintenance_wait is None else maintenance_wait
+        held.maintenance = _take_maintenance_lock(git_dir, content, warn, force, wait)
+    except BaseException:
+        held.release()
+        raise
+    return held
 
 
 def _create_lockfile(lock: Path, warn: Warn | None) -> int:

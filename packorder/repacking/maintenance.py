@@ -1,6 +1,13 @@
 """`packorder gc`: what `git gc` does, in Git's order, with packorder's repack in place of
 `git repack`, so that regular maintenance keeps the order instead of undoing it.
 
+Geometric by default (`packorder.strategy`, as Git's maintenance is since 2.54): the small
+packs roll up into one in the order (`repack --geometric`, with a multi-pack-index), and
+everything is repacked into one ordered pack only when the progression collapses (the
+roll-ups outweigh half the ordered pack), when the layout has drifted past
+`packorder.autoDrift`, or with --full or --aggressive. `packorder.strategy = full` repacks
+everything every time, as `git gc` does.
+
 Git runs every other step (builtin/gc.c, cmd_gc): pack-refs, reflog expire, then the repack,
 prune, worktree prune, rerere gc, the removal of indexes without packs, the commit-graph.
 The same configuration decides what runs (`gc.packRefs`, `gc.reflogExpire`,
@@ -19,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,32 +33,16 @@ from pathlib import Path
 
 from packorder import gitcmd
 from packorder.errors import RepositoryError
-from packorder.format import object_format as object_formats
 from packorder.orders.catalog import configured_order
 from packorder.progress import ProgressCallback
-from packorder.repacking import drift as drift_mod
 from packorder.repacking import expiry, recovery
 from packorder.repacking import lock as lock_mod
-from packorder.store.listing import list_packs
+from packorder.repacking.auto import DEFAULT_AUTO, AutoCheck, auto_check, loose_estimate, split_factor, strategy_of
 
-DEFAULT_AUTO = 6700
-DEFAULT_AUTO_PACK_LIMIT = 50
-DEFAULT_AUTO_DRIFT = 0.05
 DEFAULT_PRUNE_EXPIRE = "2.weeks.ago"
 DEFAULT_WORKTREE_PRUNE_EXPIRE = "3.months.ago"
 DEFAULT_AGGRESSIVE_DEPTH, DEFAULT_AGGRESSIVE_WINDOW = 50, 250
 KEEP_CONFIGURED = object()  # `prune`: gc.pruneExpire decides
-
-
-@dataclass
-class AutoCheck:
-    """Why `--auto` would run, from Git's thresholds and the layout's drift."""
-
-    needed: bool
-    reasons: list[str]
-    loose_estimate: int  # loose objects, estimated as Git does from objects/17
-    packs: int  # local packs without .keep
-    drift: drift_mod.Drift | None
 
 
 @dataclass
@@ -64,48 +54,6 @@ class GcResult:
     repack: object | None = None  # the RepackResult
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-
-
-def _loose_estimate(objects_dir: Path) -> int:
-    """Loose objects, estimated as Git's too_many_loose_objects() does: those of objects/17,
-    times 256."""
-    try:
-        names = os.listdir(objects_dir / "17")
-    except OSError:
-        return 0
-    return 256 * sum(1 for n in names if re.fullmatch(r"[0-9a-f]{38}", n))
-
-
-def auto_check(git_dir: Path, config: gitcmd.Config, order: str) -> AutoCheck:
-    """Git's need_to_gc(), plus the drift of the layout."""
-    threshold = config.get_int("packorder.auto", config.get_int("gc.auto", DEFAULT_AUTO))
-    if threshold <= 0:
-        return AutoCheck(False, [], 0, 0, None)
-    pack_limit = config.get_int("packorder.autoPackLimit", config.get_int("gc.autoPackLimit", DEFAULT_AUTO_PACK_LIMIT))
-    objects_dir = git_dir / "objects"
-    packs = [p for p in list_packs(objects_dir / "pack") if not p.with_suffix(".keep").exists()]
-    reasons = []
-    if 0 < pack_limit < len(packs):
-        reasons.append(f"{len(packs)} packs (gc.autoPackLimit {pack_limit})")
-    loose = _loose_estimate(objects_dir)
-    # Git compares the count in objects/17 with ceil(gc.auto / 256).
-    if loose // 256 > math.ceil(threshold / 256):
-        reasons.append(f"about {loose} loose objects (gc.auto {threshold})")
-    measured = drift_mod.measure(git_dir, order, object_formats.named(config.object_format))
-    limit = _float_setting(config, "packorder.autoDrift", DEFAULT_AUTO_DRIFT)
-    if limit > 0 and measured.share > limit:
-        reasons.append(f"layout drift {measured.share:.1%} (packorder.autoDrift {limit:.1%})")
-    return AutoCheck(bool(reasons), reasons, loose, len(packs), measured)
-
-
-def _float_setting(config: gitcmd.Config, key: str, default: float) -> float:
-    value = config.get(key)
-    if value is None:
-        return default
-    try:
-        return float(value.strip().rstrip("%")) / (100 if value.strip().endswith("%") else 1)
-    except ValueError:
-        raise RepositoryError(f"bad numeric config value '{value}' for '{key}'") from None
 
 
 def _expiry_setting(config: gitcmd.Config, key: str, default: str, git_dir: Path) -> str | None:
@@ -141,20 +89,26 @@ def gc(
     *,
     auto: bool = False,
     aggressive: bool = False,
+    full: bool = False,
     prune: object = KEEP_CONFIGURED,
     force: bool = False,
     quiet: bool = False,
     order: str | None = None,
     verify: str | None = None,
+    max_cruft_size: int | None = None,
     progress: ProgressCallback | None = None,
     warn: Callable[[str], None] | None = None,
     log: Callable[[str], None] | None = None,
 ) -> GcResult:
-    """Run Git's maintenance with packorder's repack. `prune`: an expiry date (Git's syntax),
-    None for `--no-prune`, or gc.pruneExpire by default. With `auto`, nothing runs unless a
-    threshold is passed (GcResult.auto says which), and a repository held by another gc is
-    left alone quietly, as `git gc --auto` leaves it. `log` is called with Git's notices
-    ("Auto packing the repository ...")."""
+    """Run Git's maintenance with packorder's repack: geometric (`packorder.strategy`), the
+    small packs rolled up in order, unless the progression collapsed, the layout drifted, or
+    `full`, `aggressive` or a `prune` date asks for one ordered pack (see the module's doc).
+    `prune`: an expiry date (Git's syntax), None for `--no-prune`, or gc.pruneExpire by
+    default (applied by the all-into-one repack).
+    `max_cruft_size`: new cruft packs' cap (else gc.maxCruftSize). With `auto`, nothing runs
+    unless a threshold is passed (GcResult.auto says which), and a repository held by
+    another gc or by Git's maintenance is left alone quietly, as `git gc --auto` leaves it.
+    `log` is called with Git's notices ("Auto packing the repository ...")."""
     from packorder.repacking.pipeline import repack
 
     started = time.perf_counter()
@@ -179,21 +133,29 @@ def gc(
     worktree_expire = _expiry_setting(config, "gc.worktreePruneExpire", DEFAULT_WORKTREE_PRUNE_EXPIRE, git_dir)
     if not config.get_bool("gc.cruftPacks", True):
         note("gc.cruftPacks=false is not followed: packorder keeps unreachable objects in a cruft pack")
+    if max_cruft_size is None:
+        max_cruft_size = config.get_int("gc.maxCruftSize", 0) or None
+    strategy = strategy_of(config)
     result = GcResult(git_dir, ran=False, auto=None)
+    t = time.perf_counter()
+    plan = auto_check(git_dir, config, order, strategy)
+    result.seconds["auto_check"] = time.perf_counter() - t
+    # An all-into-one repack where one is due, asked for, or needed to prune at a date given
+    # (a roll-up keeps unreachable objects).
+    if strategy == "full" or full or aggressive or (prune is not KEEP_CONFIGURED and prune_expire is not None):
+        plan.full = True
     if auto:
-        t = time.perf_counter()
-        result.auto = auto_check(git_dir, config, order)
-        result.seconds["auto_check"] = time.perf_counter() - t
-        if not result.auto.needed or not _pre_auto_gc_hook_allows(git_dir):
+        result.auto = plan
+        if not plan.needed or not _pre_auto_gc_hook_allows(git_dir):
             result.warnings = warnings
             result.seconds["total"] = time.perf_counter() - started
             return result
-        if log is not None and not quiet:
+        if log is not None and not quiet and plan.full:
             log("Auto packing the repository for optimum performance.")
             log('See "packorder gc --help" and docs/maintenance.md for manual housekeeping.')
     notes: list[str] = []
     try:
-        held = lock_mod.acquire(git_dir, notes.append, force=force)
+        held = lock_mod.acquire(git_dir, notes.append, force=force, maintenance_wait=0 if auto else None)
     except lock_mod.LockHeld:
         if auto:
             result.warnings = warnings
@@ -203,26 +165,37 @@ def gc(
     recovery.recover(git_dir, notes.append)
     if notes:
         note("; ".join(notes))
+    rolling = auto and not plan.full
     try:
-        _run_steps(
-            result,
-            git_dir,
-            config,
-            bare=bare,
-            auto=auto,
-            aggressive=aggressive,
-            prune_expire=prune_expire,
-            worktree_expire=worktree_expire,
-            quiet=quiet,
-            order=order,
-            verify=verify,
-            progress=progress,
-            note=note,
-            held=held,
-            repack=repack,
-        )
+        if rolling:
+            result.repack = _roll_up(git_dir, config, order, verify, None if quiet else progress, note, held)
+            result.steps.append("geometric-repack")
+        else:
+            _run_steps(
+                result,
+                git_dir,
+                config,
+                bare=bare,
+                auto=auto,
+                aggressive=aggressive,
+                prune_expire=prune_expire,
+                worktree_expire=worktree_expire,
+                quiet=quiet,
+                order=order,
+                verify=verify,
+                progress=progress,
+                note=note,
+                held=held,
+                repack=repack,
+                plan=plan,
+                max_cruft_size=max_cruft_size,
+            )
     finally:
         held.release()
+    if rolling:
+        # Git's geometric maintenance's other tasks, each on its own condition; after the
+        # lock, since Git's maintenance skips its run while objects/maintenance.lock is held.
+        _git_maintenance_tasks(result, git_dir)
     result.ran = True
     result.warnings = warnings
     result.seconds["total"] = time.perf_counter() - started
@@ -246,6 +219,8 @@ def _run_steps(
     note: Callable[[str], None],
     held: lock_mod.RepositoryLock,
     repack: Callable[..., object],
+    plan: AutoCheck,
+    max_cruft_size: int | None,
 ) -> None:
     from packorder.repacking import snapshot
 
@@ -270,41 +245,96 @@ def _run_steps(
         window = config.get_int("gc.aggressiveWindow", DEFAULT_AGGRESSIVE_WINDOW)
         depth = depth if depth > 0 else None
         window = window if window > 0 else None
-    max_cruft = config.get_int("gc.maxCruftSize", 0) or None
-    start = snapshot.take(git_dir, lock=held, order=order, warn=note)
-    result.repack = repack(
-        git_dir,
-        order=order,
-        no_reuse_delta=aggressive,
-        depth=depth,
-        window=window,
-        verify=verify,
-        cruft_expiration=prune_expire,
-        max_cruft_size=max_cruft,
-        local=True,
-        progress=None if quiet else progress,
-        warn=note,
-        start=start,
-    )
-    result.seconds["repack"] = time.perf_counter() - t
-    result.steps.append("repack")
-    if prune_expire is not None and _prune_could_remove(git_dir, prune_expire):
-        args = ["prune", "--expire", prune_expire]
-        if quiet:
-            args.append("--no-progress")
-        if _has_promisor_remote(config):
-            args.append("--exclude-promisor-objects")
-        step("prune", *args)
+    midx = "plain" if plan.strategy == "geometric" and config.get_bool("core.multiPackIndex", True) else None
+    if plan.full:
+        start = snapshot.take(git_dir, lock=held, order=order, warn=note)
+        result.repack = repack(
+            git_dir,
+            order=order,
+            no_reuse_delta=aggressive,
+            depth=depth,
+            window=window,
+            verify=verify,
+            cruft_expiration=prune_expire,
+            max_cruft_size=max_cruft_size,
+            local=True,
+            write_midx=midx,
+            progress=None if quiet else progress,
+            warn=note,
+            start=start,
+        )
+        result.seconds["repack"] = time.perf_counter() - t
+        result.steps.append("repack")
+        if prune_expire is not None and _prune_could_remove(git_dir, prune_expire):
+            args = ["prune", "--expire", prune_expire]
+            if quiet:
+                args.append("--no-progress")
+            if _has_promisor_remote(config):
+                args.append("--exclude-promisor-objects")
+            step("prune", *args)
+    else:
+        # The small packs and loose objects roll up in order; a roll-up keeps unreachable
+        # objects (as Git's does), so there is nothing for `git prune` until the next
+        # all-into-one repack moves them to a cruft pack.
+        result.repack = _roll_up(git_dir, config, order, verify, None if quiet else progress, note, held)
+        result.seconds["geometric-repack"] = time.perf_counter() - t
+        result.steps.append("geometric-repack")
     if worktree_expire is not None:
         step("worktree-prune", "worktree", "prune", "--expire", worktree_expire)
     step("rerere-gc", "rerere", "gc")
     _remove_indexes_without_packs(git_dir / "objects" / "pack")
     if config.get_bool("gc.writeCommitGraph", True) and config.get_bool("core.commitGraph", True):
         step("commit-graph", "commit-graph", "write", "--reachable", *(["--no-progress"] if quiet else []))
-    if auto and _loose_estimate(git_dir / "objects") // 256 > math.ceil(
-        config.get_int("packorder.auto", config.get_int("gc.auto", DEFAULT_AUTO)) / 256
+    if (
+        auto
+        and plan.full
+        and loose_estimate(git_dir / "objects") // 256
+        > math.ceil(config.get_int("packorder.auto", config.get_int("gc.auto", DEFAULT_AUTO)) / 256)
     ):
         note("There are too many unreachable loose objects; run 'git prune' to remove them.")
+
+
+def _roll_up(
+    git_dir: Path,
+    config: gitcmd.Config,
+    order: str,
+    verify: str | None,
+    progress: ProgressCallback | None,
+    note: Callable[[str], None],
+    held: lock_mod.RepositoryLock,
+) -> object:
+    """The geometric repack of Git's geometric maintenance, in packorder's order, with a
+    multi-pack-index unless core.multiPackIndex is off."""
+    from packorder.repacking.geometric import repack_geometric
+
+    return repack_geometric(
+        git_dir,
+        factor=split_factor(config),
+        write_midx="plain" if config.get_bool("core.multiPackIndex", True) else None,
+        order=order,
+        verify=verify,
+        progress=progress,
+        warn=note,
+        lock=held,
+    )
+
+
+# Git's maintenance tasks that touch no pack, newest last: Git before 2.50 knows the first two.
+MAINTENANCE_TASKS = ("commit-graph", "pack-refs", "reflog-expire", "worktree-prune", "rerere-gc")
+
+
+def _git_maintenance_tasks(result: GcResult, git_dir: Path) -> None:
+    """`git maintenance run --auto` of the tasks that touch no pack, each on its own
+    condition (Git's), the others of Git's geometric maintenance. Their failure is Git's to
+    report the next time it runs them: the repository is valid whatever they do."""
+    t = time.perf_counter()
+    for tasks in (MAINTENANCE_TASKS, MAINTENANCE_TASKS[:2]):
+        args = ["maintenance", "run", "--auto", "--quiet", *(f"--task={task}" for task in tasks)]
+        proc = gitcmd.run(args, git_dir=git_dir, check=False)
+        if proc.returncode == 0 or b"is not a valid task" not in proc.stderr:
+            break
+    result.seconds["maintenance-tasks"] = time.perf_counter() - t
+    result.steps.append("maintenance-tasks")
 
 
 def _has_promisor_remote(config: gitcmd.Config) -> bool:
@@ -344,6 +374,14 @@ def _remove_indexes_without_packs(pack_dir: Path) -> None:
 
 
 def _pre_auto_gc_hook_allows(git_dir: Path) -> bool:
-    """Git runs the pre-auto-gc hook before an automatic gc; a failing hook stops it."""
+    """Git runs the pre-auto-gc hook before an automatic gc; a failing hook stops it. The
+    recipe's hook (docs/maintenance.md), which runs packorder gc --auto itself, is not run
+    from packorder gc: it is how Git starts this very run."""
+    where = gitcmd.run(["rev-parse", "--git-path", "hooks/pre-auto-gc"], git_dir=git_dir, check=False)
+    hook = Path(where.stdout.decode().strip())
+    with contextlib.suppress(OSError):
+        text = (hook if hook.is_absolute() else git_dir / hook).read_bytes()
+        if b"packorder" in text and b"gc --auto" in text:
+            return True
     proc = gitcmd.run(["hook", "run", "--ignore-missing", "pre-auto-gc"], git_dir=git_dir, check=False)
     return proc.returncode == 0

@@ -24,6 +24,7 @@ from packorder.faults import crash_point
 from packorder.orders.registry import ORDERS
 from packorder.progress import ProgressCallback
 from packorder.repacking import cruft as cruft_mod
+from packorder.repacking import drift as drift_mod
 from packorder.repacking import install as install_mod
 from packorder.repacking import midx_policy, recovery, space
 from packorder.repacking import pack_groups as groups_mod
@@ -261,11 +262,21 @@ def repack(
                 split_at,
                 seconds,
                 progress,
+                ordered=True,
             )
             if in_place:
                 assert journal is not None
                 midx = (write_midx, midx_bitmap) if write_midx is not None else None
-                _replace_old(repo, table, pruned_oids, retained, opts, result, journal, warnings, seconds, midx, delete)
+                try:
+                    _replace_old(
+                        repo, table, pruned_oids, retained, opts, result, journal, warnings, seconds, midx, delete
+                    )
+                except BaseException:
+                    install_mod.withdraw(repo, result, journal)
+                    journal.finish()
+                    raise
+                if result.misplaced is not None:
+                    drift_mod.remember(repo.git_dir, *result.misplaced)
     seconds["total"] = time.perf_counter() - started
     result.seconds = seconds
     result.peak_rss_bytes = peak_rss()

@@ -55,8 +55,18 @@ class Journal:
         self._write()
 
     def removing(self, packs: list[Path]) -> None:
-        self.lines += [f"remove {p.name}" for p in packs]
-        self._write()
+        """Name the old packs about to go; until it is written (a full disk), none goes."""
+        added = [f"remove {p.name}" for p in packs]
+        self.lines += added
+        try:
+            self._write()
+        except BaseException:
+            del self.lines[len(self.lines) - len(added) :]
+            raise
+
+    @property
+    def removal_started(self) -> bool:
+        return any(line.startswith("remove ") for line in self.lines)
 
     def finish(self) -> None:
         with contextlib.suppress(FileNotFoundError):

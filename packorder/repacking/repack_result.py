@@ -46,6 +46,8 @@ class RepackResult:
     rolled_up: list[Path] = field(default_factory=list)  # geometric: the packs rolled up
     ordered_pack: Path | None = None  # geometric: the pack left as it is, the multi-pack-index's preferred one
     midx: str = ""  # the multi-pack-index written: "plain", "incremental", or none
+    fresh_packs: list[Path] = field(default_factory=list)  # installed by this run, not there before
+    misplaced: tuple[Path, int] | None = None  # the ordered pack written and its drift count (drift.py)
 
 
 class Warnings:

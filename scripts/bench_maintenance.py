@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""A simulated year of maintenance: rounds of "push COMMITS commits, run maintenance" on
+copies of one repository, the same pushes under each design, timed; at the end, the cold
+reads of log, log -- PATH, blame and a fetch of recent history, beside those of a fresh
+ordered repack of the same objects.
+
+Designs (`--designs`, in the order given):
+- packorder: docs/maintenance.md's recipe (Git's repacking tasks off), `packorder gc --auto`
+  each round (with --every N, every N rounds, as a schedule runs it): geometric roll-ups in
+  packorder's order, an all-into-one ordered repack when the progression collapses or the
+  layout drifts;
+- git: Git's own default maintenance, `git maintenance run --auto` (geometric since 2.54;
+  its all-into-one repack writes Git's order);
+- keep: Git's geometric maintenance with the ordered pack held by a .keep file, and
+  `packorder repack` (the .keep lifted, then put on the new ordered pack) once the objects
+  outside the ordered pack pass --keep-drift of all (the other design the issue names).
+
+Every copy starts from REPO repacked by packorder (`--start git` keeps Git's pack). The
+pushes come from one clone that made all the rounds' commits first (fixed dates and author,
+each commit changing --files files), so every design receives the same packs. Only the
+maintenance command of each round is timed; Git's runs with --git (the newest Git: its
+default maintenance is geometric), packorder with --packorder (its entry point, not a pyenv
+shim, whose bash start adds 60 ms).
+
+    scripts/bench_maintenance.py REPO --work DIR [--rounds 200] [--until-git-collapse]
+        [--commits 20] [--files 5] [--designs packorder,git,keep] [--git PATH]
+        [--packorder PATH] [--log-path src/libgit2] [--blame src/libgit2/repository.c]
+        [--keep-drift 0.33] [--every 1] [--config KEY=VALUE ...] [--json FILE]
+
+Prints each design's total and median maintenance time, its all-into-one repacks and final
+pack count, and the cold reads (128 KiB read-around, `packorder.seek.coldreads`) of each
+workload over the fresh ordered repack's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GIT = "git"
+
+
+def run(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None, check: bool = True) -> str:
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def git(*args: str, cwd: Path | None = None, git_bin: str | None = None, check: bool = True) -> str:
+    return run([git_bin or GIT, *args], cwd=cwd, check=check)
+
+
+def commit_env(when: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        GIT_AUTHOR_NAME="Ada Author",
+        GIT_AUTHOR_EMAIL="ada@example.com",
+        GIT_COMMITTER_NAME="Cy Committer",
+        GIT_COMMITTER_EMAIL="cy@example.com",
+        GIT_AUTHOR_DATE=f"{when} +0000",
+        GIT_COMMITTER_DATE=f"{when} +0000",
+    )
+    return env
+
+
+def make_commits(repo: Path, work: Path, rounds: int, commits: int, files: int) -> list[str]:
+    """A clone of `repo` with rounds x commits commits on its HEAD branch; the tip of each round."""
+    if work.exists():
+        shutil.rmtree(work)
+    git("clone", "-q", "--no-checkout", str(repo), str(work))
+    # No maintenance in the clone: a gc it starts in the background removes empty object
+    # directories while the next commit writes into one.
+    git("config", "gc.auto", "0", cwd=work)
+    git("config", "maintenance.auto", "false", cwd=work)
+    git("checkout", "-q", "HEAD", cwd=work)
+    tracked = [f for f in git("ls-files", cwd=work).splitlines() if f.endswith((".c", ".h", ".md", ".txt", ".py"))]
+    tracked = [f for f in tracked if (work / f).is_file() and (work / f).stat().st_size < 200_000]
+    if not tracked:
+        raise SystemExit("no text files to change in the repository")
+    when = int(git("log", "-1", "--format=%ct", cwd=work)) + 3600
+    tips = []
+    n = 0
+    for r in range(rounds):
+        for _ in range(commits):
+            for k in range(files):
+                path = work / tracked[(n * 7919 + k * 104729) % len(tracked)]
+                with open(path, "a") as f:
+                    f.write(f"/* maintenance round {r}, change {n}.{k} */\n")
+            run([GIT, "commit", "-q", "-a", "-m", f"round {r} change {n}"], cwd=work, env=commit_env(when))
+            when += 600
+            n += 1
+        tips.append(git("rev-parse", "HEAD", cwd=work).strip())
+    return tips
+
+
+def pack_set(git_dir: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_size for p in (git_dir / "objects" / "pack").glob("pack-*.pack")}
+
+
+def ordered_pack(git_dir: Path) -> str | None:
+    packs = {
+        p.name: p.stat().st_size
+        for p in (git_dir / "objects" / "pack").glob("pack-*.pack")
+        if not p.with_suffix(".mtimes").exists()
+    }
+    return max(packs, key=packs.get) if packs else None
+
+
+def apply_recipe(git_dir: Path, recipe: str, packorder: str) -> None:
+    """The recipe as written, with `packorder` first on PATH (the hook it writes runs that)."""
+    env = {**os.environ, "PATH": f"{Path(packorder).parent}:{os.environ['PATH']}"}
+    subprocess.run(["sh", "-e", "-c", recipe], cwd=git_dir, check=True, env=env)
+
+
+def recipe_text() -> str:
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "maintenance.md").read_text()
+    block = re.search(r"<!-- recipe: begin -->\s*```sh\n(.*?)```\s*<!-- recipe: end -->", text, re.S)
+    if block is None:
+        raise SystemExit("docs/maintenance.md has no recipe block")
+    return block.group(1)
+
+
+def objects_outside(git_dir: Path) -> float:
+    from packorder.repacking import drift
+
+    measured = drift.measure(git_dir, "recency", remember=False)
+    return measured.outside_share
+
+
+def cold_reads(git_dir: Path, log_path: str, blame: str) -> dict[str, int]:
+    from packorder.seek.analyze import entry_ranges
+    from packorder.seek.api import measure
+    from packorder.seek.coldreads import disk_reads
+    from packorder.seek.expand import expand
+
+    out = {}
+    for workload, path in (("log", None), ("log-path", log_path), ("blame", blame), ("pack-recent", None)):
+        measured = measure(git_dir, workload, path=path, git=GIT)
+        read = expand(measured.trace, measured.layouts, measured.result.cache_limit)
+        starts, ends = entry_ranges(read, measured.layouts)
+        out[workload] = disk_reads(read.pack_index, starts, ends)
+    return out
+
+
+def maintain(design: str, server: Path, args: argparse.Namespace, round_number: int) -> float:
+    """One round's maintenance under `design`; its wall time."""
+    started = time.perf_counter()
+    if design == "packorder":
+        if round_number % args.every == args.every - 1:
+            run([args.packorder, "gc", "--auto", "-q", str(server)])
+    elif design == "git":
+        git("-C", str(server), "maintenance", "run", "--auto", "--quiet", git_bin=args.git)
+    elif design == "keep":
+        git("-C", str(server), "maintenance", "run", "--auto", "--quiet", git_bin=args.git)
+        if objects_outside(server) > args.keep_drift:
+            for keep in (server / "objects" / "pack").glob("*.keep"):
+                keep.unlink()
+            run([args.packorder, "repack", "-q", "-d", "--write-midx", str(server)])
+            (server / "objects" / "pack" / ordered_pack(server)).with_suffix(".keep").write_text("packorder\n")
+    return time.perf_counter() - started
+
+
+def setup(design: str, start: Path, dest: Path, args: argparse.Namespace) -> None:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(start, dest, symlinks=True)
+    git("-C", str(dest), "config", "receive.autoGc", "false")  # maintenance runs when the round says
+    git("-C", str(dest), "config", "gc.autoDetach", "false")
+    git("-C", str(dest), "config", "maintenance.autoDetach", "false")
+    if design == "packorder":
+        apply_recipe(dest, recipe_text(), args.packorder)
+        for setting in args.config:
+            key, _, value = setting.partition("=")
+            git("-C", str(dest), "config", key, value)
+    if design == "keep":
+        (dest / "objects" / "pack" / ordered_pack(dest)).with_suffix(".keep").write_text("packorder\n")
+
+
+def main() -> int:
+    global GIT
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("repo", type=Path)
+    parser.add_argument("--work", type=Path, required=True, help="a directory for the copies and the pushing clone")
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--until-git-collapse", action="store_true", help="stop once Git made an all-into-one")
+    parser.add_argument("--commits", type=int, default=20)
+    parser.add_argument("--files", type=int, default=5)
+    parser.add_argument("--designs", default="packorder,git,keep")
+    parser.add_argument("--git", default="git", help="the Git whose maintenance is measured (and pushes)")
+    parser.add_argument("--packorder", default=str(Path(sys.executable).with_name("packorder")))
+    parser.add_argument("--start", choices=("packorder", "git"), default="packorder")
+    parser.add_argument("--log-path", default="src")
+    parser.add_argument("--blame", default=None)
+    parser.add_argument("--keep-drift", type=float, default=0.33)
+    parser.add_argument("--every", type=int, default=1, help="run packorder gc --auto every N rounds (a schedule)")
+    parser.add_argument(
+        "--config", action="append", default=[], metavar="KEY=VALUE", help="set in the packorder design's copy"
+    )
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    GIT = args.git
+    designs = [d for d in args.designs.split(",") if d]
+    args.work.mkdir(parents=True, exist_ok=True)
+    start = args.work / "start.git"
+    if start.exists():
+        shutil.rmtree(start)
+    git("clone", "-q", "--bare", "--no-local", str(args.repo), str(start))
+    if args.start == "packorder":
+        run([args.packorder, "repack", "-q", str(start)])
+    print(f"making {args.rounds} rounds of {args.commits} commits ...", file=sys.stderr)
+    tips = make_commits(start, args.work / "pusher", args.rounds, args.commits, args.files)
+    branch = git("symbolic-ref", "--short", "HEAD", cwd=args.work / "pusher").strip()
+    report: dict[str, dict] = {}
+    servers = {d: args.work / f"{d}.git" for d in designs}
+    state = {d: {"seconds": [], "all_into_one": 0, "packs": [], "ordered": None} for d in designs}
+    for design, server in servers.items():
+        setup(design, start, server, args)
+        state[design]["ordered"] = ordered_pack(server)
+    # The designs take turns each round, so that the machine's load falls on all of them alike.
+    for r in range(args.rounds):
+        for design, server in servers.items():
+            # Pushed with the Git on PATH: the newest snapshot's receive-pack leaves each push's .keep.
+            git("push", "-q", str(server), f"{tips[r]}:refs/heads/{branch}", cwd=args.work / "pusher", git_bin="git")
+            state[design]["seconds"].append(maintain(design, server, args, r))
+            now = ordered_pack(server)
+            if now != state[design]["ordered"]:
+                state[design]["all_into_one"] += 1
+                state[design]["ordered"] = now
+            state[design]["packs"].append(len(pack_set(server)))
+        if args.until_git_collapse and state.get("git", {}).get("all_into_one"):
+            break
+    for design in designs:
+        times = state[design]["seconds"]
+        print(
+            f"{design}: {len(times)} rounds, {sum(times):.2f} s in all, median {statistics.median(times):.3f} s, "
+            f"{state[design]['all_into_one']} all-into-one repacks, {state[design]['packs'][-1]} packs at the end",
+            flush=True,
+        )
+        report[design] = {k: v for k, v in state[design].items() if k != "ordered"}
+    fresh = args.work / "fresh.git"
+    first = designs[0]
+    setup("fresh", args.work / f"{first}.git", fresh, args)
+    for keep in (fresh / "objects" / "pack").glob("*.keep"):
+        keep.unlink()
+    run([args.packorder, "repack", "-q", str(fresh)])
+    blame = args.blame
+    reference = cold_reads(fresh, args.log_path, blame) if blame else {}
+    if reference:
+        print("cold reads (128 KiB read-around), over a fresh ordered repack's:")
+        print(f"  fresh: {reference}")
+        for design in designs:
+            reads = cold_reads(args.work / f"{design}.git", args.log_path, blame)
+            report[design]["cold_reads"] = reads
+            ratios = ", ".join(f"{w} {reads[w]} ({reads[w] / reference[w]:.3f})" for w in reads)
+            print(f"  {design}: {ratios}")
+        report["fresh"] = {"cold_reads": reference}
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
