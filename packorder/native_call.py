@@ -7,6 +7,7 @@ reads the same from index-pack, repack, the bitmap and the delta search."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -38,6 +39,28 @@ def pack_errors(path: str | os.PathLike[str] | None = None, what: str = "") -> I
         yield
     except _native.PackFormatError as e:
         raise pack_error(e, path, what) from None
+
+
+def loose_header(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """(type, size) of the loose object at `path`, read from the start of its zlib stream;
+    a corrupt one is CorruptPackError (the core's message names the file)."""
+    with pack_errors():
+        return _native.loose_header(str(path))
+
+
+def core_errors(fn: Callable[..., T]) -> Callable[..., T]:
+    """A library function whose callers see the core's errors as CorruptPackError, never
+    its own PackFormatError, wherever inside they come from (every call site converts what
+    it expects; this is for the ones nobody expected)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except _native.PackFormatError as e:
+            raise pack_error(e) from None
+
+    return wrapper
 
 
 def run_job(

@@ -75,6 +75,36 @@ def warn(message: str) -> None:
     sys.stderr.flush()
 
 
+class Notes:
+    """A command's notes on stderr ("chose PATH", "Auto packing ..."): as they come with -v;
+    otherwise held until the command has succeeded (flush), or with `held=False` not shown,
+    so that a failure is its one `fatal:` line. Nothing with -q."""
+
+    def __init__(self, prefix: str = "", verbose: bool = False, quiet: bool = False, held: bool = True) -> None:
+        self.prefix, self.verbose, self.quiet, self.held = prefix, verbose, quiet, held
+        self.waiting: list[str] = []
+        self.before: Callable[[], None] | None = None  # run before a note is written (ends a progress line)
+
+    def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
+        if self.verbose:
+            self._write(message)
+        elif self.held:
+            self.waiting.append(message)
+
+    def flush(self) -> None:
+        for message in self.waiting:
+            self._write(message)
+        self.waiting.clear()
+
+    def _write(self, message: str) -> None:
+        if self.before is not None:
+            self.before()
+        sys.stderr.write(f"{self.prefix}{message}\n")
+        sys.stderr.flush()
+
+
 def fail(message: str, status: int = FATAL) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.write(f"fatal: {message}\n")
@@ -145,9 +175,13 @@ def guarded(fn: Callable[..., None], usage: Callable[[], str | None] = click_usa
         except OSError as e:  # a file we were told to read or write
             fail(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e))
         except BaseException as e:
-            # A panic in the native core arrives as pyo3's PanicException (a BaseException).
+            # A panic in the native core arrives as pyo3's PanicException (a BaseException);
+            # the core's own error, where no call site converted it, as PackFormatError.
             if type(e).__name__ == "PanicException":
                 fail(f"internal error in the native core: {e}")
+            if type(e).__name__ == "PackFormatError" and len(e.args) == 2:
+                message, offset = e.args
+                fail(f"{message} (offset {offset})" if offset is not None else str(message))
             raise
 
     wrapper.__name__ = fn.__name__

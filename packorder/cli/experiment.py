@@ -66,7 +66,7 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli.base import parse_size, print_json, warn
+    from packorder.cli.base import Notes, parse_size, print_json, warn
     from packorder.errors import UsageError
     from packorder.experiments.report import summary
     from packorder.experiments.run import DEFAULT_ORDERS, DEFAULT_WORKLOADS, experiment
@@ -77,12 +77,9 @@ def _run(
     if (orders and not chosen_orders) or (workloads and not chosen_workloads):
         raise UsageError("--orders and --workloads take names")
     show = progress_mod.auto(quiet=quiet, force=verbose)
-
-    def note(message: str) -> None:
-        if not quiet:
-            if isinstance(show, progress_mod.ProgressLine):
-                show.close()
-            click.echo(f"experiment: {message}", err=True)
+    note = Notes("experiment: ", verbose=verbose, quiet=quiet)
+    if isinstance(show, progress_mod.ProgressLine):
+        note.before = show.close
 
     with progress_mod.closing_line(show):
         result = experiment(
@@ -103,6 +100,7 @@ def _run(
             progress=show,
             note=note,
         )
+    note.flush()
     for message in result.warnings:
         warn(message)
     if as_json:

@@ -144,6 +144,8 @@ def status_cmd(
         for t in result.repositories:
             if t.error:
                 click.echo(f"{t.path}: {t.error}")
+    if any(t.error for t in result.repositories):
+        sys.exit(1)  # the others reported: a repository that failed is the run's status
 
 
 class FleetLine:
@@ -268,6 +270,8 @@ def repack_cmd(
             + f" of {run.repositories} repositories, in {run.tasks} tasks on {run.workers} workers "
             f"({run.seconds:.1f} s); results in {run.results}"
         )
+    if run.failed:
+        sys.exit(1)
 
 
 @fleet_cmd.command("report", context_settings=CONTEXT)

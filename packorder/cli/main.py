@@ -15,6 +15,7 @@ from packorder import progress as progress_mod
 from packorder.cli.base import (
     INTERRUPTED,
     SIGNALLED,
+    Notes,
     command_usage,
     fail,
     guarded,
@@ -99,7 +100,7 @@ CONFIGURED = "\0configured"  # --prune without a date: gc.pruneExpire decides, a
 
 
 @main.command("gc", context_settings=CONTEXT)
-@click.argument("repo", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.argument("repo", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--auto",
     is_flag=True,
@@ -156,6 +157,7 @@ def gc_cmd(
     if no_prune and prune != CONFIGURED:
         raise click.UsageError("--prune and --no-prune cannot be used together", ctx)
     show = progress_of(ctx, quiet, verbose)
+    notices = Notes(verbose=verbose, quiet=quiet, held=False)  # Git's "Auto packing ...": with -v
     with progress_mod.closing_line(show):
         result = gc(
             repo,
@@ -170,7 +172,7 @@ def gc_cmd(
             max_cruft_size=parse_size(max_cruft_size),
             progress=show,
             warn=warn,
-            log=lambda line: click.echo(line, err=True),
+            log=notices,
         )
     if as_json:
         print_json(result)

@@ -43,7 +43,7 @@ def _not_applied(option: str, why: str) -> None:
 
 
 @click.command("repack", cls=RepackCommand, context_settings=CONTEXT, epilog=ORDERS_EPILOG)
-@click.argument("repo", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.argument("repo", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--order",
     type=click.Choice(tuple(CATALOG)),

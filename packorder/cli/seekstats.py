@@ -122,7 +122,7 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli.base import parse_size, print_json, warn
+    from packorder.cli.base import Notes, parse_size, print_json, warn
     from packorder.errors import UsageError
     from packorder.gitcmd import find_git_dir
     from packorder.names import names
@@ -138,8 +138,9 @@ def _run(
     repos = [repo, *compare]
     git_dirs = [find_git_dir(r) for r in repos]
     spec, choice = workloads.resolve(spec, git_dirs[0])
-    if choice is not None and not quiet:
-        click.echo(f"seekstats: {spec.name}: {choice.note}", err=True)
+    notes = Notes("seekstats: ", verbose=verbose, quiet=quiet)
+    if choice is not None:
+        notes(f"{spec.name}: {choice.note}")
     labels = [api.label_of(d) for d in git_dirs]
     if len(set(labels)) < len(labels):
         labels = [str(d) for d in git_dirs]
@@ -168,6 +169,7 @@ def _run(
                 results.append(simulation.measured)
             else:
                 results.append(api.seekstats(where, spec, cold=cold, **options))
+    notes.flush()
     for message in dict.fromkeys(w for result in results for w in result.warnings):
         warn(message)
     if simulation is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import statistics
 import tempfile
 import time
@@ -27,9 +28,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packorder.errors import RepositoryError, UsageError
+from packorder.errors import CorruptPackError, PackError, RepositoryError, UsageError
 from packorder.experiments.result import Agreement, ExperimentResult, OrderRun
 from packorder.names import names
+from packorder.native_call import core_errors
 from packorder.orders.catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import throttle
@@ -67,8 +69,12 @@ def parse_workloads(items: str | Sequence[str | WorkloadSpec]) -> list[WorkloadS
 
 def copy_git_dir(source: Path, target: Path) -> None:
     """A copy of the git directory (objects, refs, config; no lock files), with relative
-    alternates made absolute so that the copy still finds them."""
-    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns("*.lock"))
+    alternates made absolute so that the copy still finds them, and its directories writable
+    by this user whatever the source's bits (a read-only repository another user owns: the
+    repack must lock its copy and replace its packs)."""
+    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns("*.lock", "gc.pid"))
+    for where, _dirs, _files in os.walk(target):
+        os.chmod(where, os.stat(where).st_mode | stat.S_IRWXU)
     info = target / "objects" / "info" / "alternates"
     if info.is_file():
         lines = []
@@ -78,6 +84,15 @@ def copy_git_dir(source: Path, target: Path) -> None:
                 line = str((source / "objects" / stripped).resolve())
             lines.append(line)
         info.write_text("\n".join(lines) + "\n")
+
+
+def _about(e: CorruptPackError | RepositoryError, copy: Path, source: Path) -> PackError:
+    """The error a repack of `copy` raised, about the repository it is a copy of (the copy's
+    name means nothing to the user)."""
+    if isinstance(e, CorruptPackError):
+        path = e.path.replace(str(copy), str(source)) if e.path else e.path
+        return CorruptPackError(e.message.replace(str(copy), str(source)), e.offset, path)
+    return RepositoryError(str(e).replace(str(copy), str(source)))
 
 
 def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | None, bitmap: bool) -> OrderRun:
@@ -99,7 +114,12 @@ def _prepare(order: str, source: Path, work: Path, progress: ProgressCallback | 
         size = sum(layout.pack_path.stat().st_size for layout in layouts)
         deltas = sum(int(layout.is_delta.sum()) for layout in layouts)
         return OrderRun(order, target, size, len(layouts), sum(x.count for x in layouts), deltas, 0.0)
-    result = repack(target, order=order, window=0, verify="crc", write_bitmap=bitmap, progress=progress)
+    # Proven as a repack proves it (packorder.verify, else produced): a report never rests on
+    # a copy that holds wrong objects, and a repository repack refuses, experiment refuses.
+    try:
+        result = repack(target, order=order, window=0, write_bitmap=bitmap, progress=progress)
+    except (CorruptPackError, RepositoryError) as e:
+        raise _about(e, target, source) from None
     return OrderRun(
         order,
         target,
@@ -206,6 +226,7 @@ def _warnings(order_runs: list[OrderRun], specs: list, runs: int, threshold: int
     return [w for w in found if w is not None]
 
 
+@core_errors
 def experiment(
     repo: str | os.PathLike[str] | None = None,
     *,
@@ -268,6 +289,7 @@ def experiment(
         specs.append(spec)
     if cold_iops is not None:
         throttle.check(Path(work_dir) if work_dir is not None else Path(tempfile.gettempdir()), cold_iops)
+    made_out = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -333,6 +355,10 @@ def experiment(
             write_report(result, command)
         except OSError as e:
             raise RepositoryError(f"cannot write the report in {out}: {e.strerror}") from None
+    except BaseException:
+        if made_out:  # a failed experiment leaves nothing behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     finally:
         if limit is not None:
             limit.close()

@@ -30,6 +30,7 @@ from packorder.fleet import selection, triage_cache
 from packorder.fleet.discovery import discover
 from packorder.fleet.task import TOPIC, kept_records, run_batch
 from packorder.fleet.triage import Triage, by_benefit, triage_all
+from packorder.native_call import core_errors
 
 MIN_TIMEOUT = 300.0  # seconds: a repack is never stopped sooner than this
 TIMEOUT_FACTOR = 20  # times the estimated time
@@ -106,6 +107,7 @@ def dashboard_of(client: Any) -> str | None:
     return client.dashboard_link if "dashboard" in services else None
 
 
+@core_errors
 def repack(
     roots: Iterable[str | os.PathLike[str]] = (),
     *,

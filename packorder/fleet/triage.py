@@ -26,6 +26,7 @@ from packorder.format import layout as layout_mod
 from packorder.format.object_format import ObjectFormat, named
 from packorder.format.pack import OBJ_COMMIT, OBJ_TREE
 from packorder.gitcmd import read_config
+from packorder.native_call import core_errors
 from packorder.orders.catalog import configured_order
 from packorder.progress import ProgressCallback
 from packorder.repacking import drift as drift_mod
@@ -93,8 +94,8 @@ def triage(git_dir: Path, order: str | None = None, cache: Mapping[str, dict[str
             t.fingerprint = fingerprint
         if not t.cached:
             _fill(t, order)
-    except (PackError, OSError, ValueError) as e:
-        t.error = str(e) or type(e).__name__
+    except Exception as e:  # any failure of one repository is its record's, not the fleet's
+        t.error = str(e) if isinstance(e, (PackError, OSError)) and str(e) else f"{type(e).__name__}: {e}"
     t.seconds = time.perf_counter() - started
     return t
 
@@ -172,6 +173,7 @@ def _loose(objects_dir: Path, fmt: ObjectFormat) -> tuple[int, int]:
     return len(ids), total
 
 
+@core_errors
 def status(
     roots: Iterable[str | os.PathLike[str]] = (),
     *,

@@ -26,7 +26,7 @@ from packorder.indexer import fsck, receive
 from packorder.indexer.collisions import check_collisions
 from packorder.indexer.stat import pack_info
 from packorder.indexer.thin import fix_thin_from
-from packorder.native_call import CHECKSUM, INDEXING, RESOLVING, run_job
+from packorder.native_call import CHECKSUM, INDEXING, RESOLVING, core_errors, run_job
 from packorder.progress import ProgressCallback
 from packorder.settings import compression_level, delta_base_cache_limit, peak_rss, physical_memory, thread_count
 
@@ -187,6 +187,7 @@ def _cleanup_on_error(paths: list[Path]) -> Iterator[None]:
         raise
 
 
+@core_errors
 def index_pack(
     pack: str | os.PathLike[str] | None = None,
     *,
@@ -296,7 +297,8 @@ def index_pack(
     else:
         pack_path = Path(pack)  # type: ignore[arg-type]
         if not pack_path.is_file():
-            raise PackError(f"cannot open packfile '{pack_path}': no such file")
+            why = "no such file" if not pack_path.exists() else ("a directory" if pack_path.is_dir() else "not a file")
+            raise PackError(f"cannot open packfile '{pack_path}': {why}")
         if max_input_size and pack_path.stat().st_size > max_input_size:
             raise receive.too_large(max_input_size)
 

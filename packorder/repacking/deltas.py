@@ -21,7 +21,7 @@ import numpy as np
 from packorder import _native
 from packorder.format.layout import NO_BASE
 from packorder.format.pack import OBJ_TREE
-from packorder.native_call import pack_errors, run_job
+from packorder.native_call import loose_header, pack_errors, run_job
 from packorder.orders.families import chain_depths, roots_and_depths
 from packorder.progress import ProgressCallback
 from packorder.repacking.repo import LOOSE, ObjectTable, Repository
@@ -142,7 +142,7 @@ def object_sizes(repo: Repository, table: ObjectTable, rows: np.ndarray) -> np.n
         picked[order] = np.frombuffer(got, dtype=np.uint64)
         sizes[at[delta]] = picked
     for k in np.flatnonzero(source == LOOSE):
-        sizes[k] = _native.loose_header(str(repo.loose.paths[int(table.pos[rows[k]])]))[1]
+        sizes[k] = loose_header(repo.loose.paths[int(table.pos[rows[k]])])[1]
     return sizes
 
 

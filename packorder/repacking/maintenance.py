@@ -33,6 +33,7 @@ from pathlib import Path
 
 from packorder import gitcmd
 from packorder.errors import RepositoryError
+from packorder.native_call import core_errors
 from packorder.orders.catalog import configured_order
 from packorder.progress import ProgressCallback
 from packorder.repacking import expiry, recovery
@@ -84,6 +85,7 @@ def _git_supports(git_dir: Path, *args: str) -> bool:
     return args[-1] in (proc.stdout + proc.stderr).decode(errors="replace")
 
 
+@core_errors
 def gc(
     repo_path: str | os.PathLike[str] | None = None,
     *,

@@ -21,6 +21,7 @@ import numpy as np
 
 from packorder.errors import UsageError
 from packorder.faults import crash_point
+from packorder.native_call import core_errors
 from packorder.orders.registry import ORDERS
 from packorder.progress import ProgressCallback
 from packorder.repacking import cruft as cruft_mod
@@ -45,6 +46,7 @@ from packorder.settings import peak_rss
 from packorder.store import midx as midx_mod
 
 
+@core_errors
 def repack(
     repo_path: str | os.PathLike[str] | None = None,
     *,

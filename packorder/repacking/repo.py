@@ -13,13 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from packorder import _native, gitcmd
+from packorder import gitcmd
 from packorder.errors import CorruptPackError, RepositoryError
 from packorder.format import idx as idx_format
 from packorder.format import layout as layout_mod
 from packorder.format import mtimes as mtimes_format
 from packorder.format.object_format import ObjectFormat
 from packorder.format.pack import OBJ_COMMIT
+from packorder.native_call import loose_header
 from packorder.repacking import head_side as head_side_mod
 from packorder.repacking import native_walk
 from packorder.repacking import snapshot as snapshot_mod
@@ -477,7 +478,7 @@ def object_kinds(repo: Repository, source: np.ndarray, pos: np.ndarray) -> np.nd
             real = pack.layout.real_kinds()
             kinds[rows] = real[pos[rows]]
     for row in np.flatnonzero(source == LOOSE):
-        kind, _ = _native.loose_header(str(repo.loose.paths[int(pos[row])]))
+        kind, _ = loose_header(repo.loose.paths[int(pos[row])])
         kinds[row] = kind
     if (kinds == 0).any():
         row = int(np.flatnonzero(kinds == 0)[0])

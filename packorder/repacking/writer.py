@@ -18,7 +18,7 @@ import io
 import struct
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,21 @@ class Plan:
     # bool: the entry's bytes are copied from a source whose index gives CRCs, so the writer
     # checks them as it copies; every other entry is produced here, or copied unchecked.
     crc_checked: np.ndarray | None = None
+    # Where each entry's object was read from in the repository (table source and position),
+    # and the repository's packs and loose files, for an error to name.
+    table_source: np.ndarray | None = None
+    table_pos: np.ndarray | None = None
+    pack_paths: list[Path] = field(default_factory=list)
+    loose_paths: list[Path] = field(default_factory=list)
+
+    def origin(self, entry: int) -> str:
+        """Where the object of output entry `entry` was read from, for an error to name."""
+        if self.table_source is None or self.table_pos is None:
+            return "the repository"
+        source, pos = int(self.table_source[entry]), int(self.table_pos[entry])
+        if source == LOOSE:
+            return f"the loose file {self.loose_paths[pos]}"
+        return f"{self.pack_paths[source]} (its entry {pos} in pack order)"
 
 
 def make_plan(
@@ -125,6 +140,10 @@ def make_plan(
         deltas,
         order,
         crc_checked,
+        src_tab,
+        pos_tab,
+        [p.path for p in repo.packs],
+        repo.loose.paths,
     )
 
 
@@ -366,7 +385,14 @@ def verify_produced(
             budget,
             object_limit,
         )
-        run_job(check, title="Verifying objects", count=len(targets), path=written.path, what=FAILS, progress=progress)
+        try:
+            run_job(
+                check, title="Verifying objects", count=len(targets), path=written.path, what=FAILS, progress=progress
+            )
+        except CorruptPackError as e:
+            if "not the object planned" in e.message and e.offset is not None:
+                raise _not_the_planned_object(written, int(np.searchsorted(written.offsets, e.offset))) from None
+            raise
     return _planned_index(written, headers.crcs)
 
 
@@ -384,6 +410,19 @@ def verify(
     if level == "crc":
         return verify_crc(written)
     return verify_produced(written, threads, budget, object_limit, progress)
+
+
+def _not_the_planned_object(written: WrittenPack, entry: int, found: str | None = None) -> CorruptPackError:
+    """The error of an entry that is not the object planned for it: a source that holds,
+    under one object's name, another's content. Named by the object and where it was read
+    (the new pack is a temporary file, removed once this is raised)."""
+    plan = written.plan
+    what = f", which hashes to {found}" if found else ""
+    return CorruptPackError(
+        f"{FAILS}object {plan.oids[entry].tobytes().hex()} read from {plan.origin(entry)} holds another object's"
+        " content"
+        f"{what}; nothing was changed"
+    )
 
 
 def verify_full(
@@ -405,6 +444,12 @@ def verify_full(
     names, crcs_be, offsets_b, positions_be = native.index_table()
     order = id_order(keys(written.plan.oids))
     if names != np.ascontiguousarray(written.plan.oids[order]).tobytes():
+        found = np.frombuffer(names, dtype=np.uint8).reshape(-1, written.fmt.rawsz)
+        by_offset = np.argsort(np.frombuffer(offsets_b, dtype=np.uint64), kind="stable")
+        got = found[by_offset]  # the id of each entry, in pack order
+        if len(got) == len(written.plan.oids):
+            entry = int(np.flatnonzero((got != written.plan.oids).any(axis=1))[0])
+            raise _not_the_planned_object(written, entry, got[entry].tobytes().hex())
         raise CorruptPackError(f"{FAILS}its objects are not the planned ones", None, path)
     if not np.array_equal(np.frombuffer(offsets_b, dtype=np.uint64), written.offsets[order]):
         raise CorruptPackError(f"{FAILS}its objects are not where they were planned", None, path)

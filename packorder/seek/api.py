@@ -13,6 +13,7 @@ from packorder.errors import UsageError
 from packorder.format import object_format as object_formats
 from packorder.format.layout import PackLayout
 from packorder.gitcmd import find_git_dir, git_env, read_config
+from packorder.native_call import core_errors
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze, caveats, runner, workloads
 from packorder.seek.catalog import USES_BITMAP
@@ -59,6 +60,7 @@ class Measurement:
     threads: int  # the index-pack threads Git runs with on this repository
 
 
+@core_errors
 def seekstats(
     repo: str | os.PathLike[str] | None = None,
     workload: str | WorkloadSpec = "log",

@@ -34,6 +34,7 @@ from packorder.errors import UsageError
 from packorder.format.layout import NO_BASE, PackLayout
 from packorder.format.object_format import of_size
 from packorder.format.pack import OBJ_OFS_DELTA
+from packorder.native_call import loose_header
 from packorder.orders.catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze, caveats
@@ -111,11 +112,8 @@ def plan(
         rows = np.flatnonzero(table.source == i)
         if len(rows):
             sizes[rows] = pack.layout.object_sizes[table.pos[rows]]
-    if (table.source == LOOSE).any():
-        from packorder import _native
-
-        for row in np.flatnonzero(table.source == LOOSE):
-            sizes[row] = _native.loose_header(str(repository.loose.paths[int(table.pos[row])]))[1]
+    for row in np.flatnonzero(table.source == LOOSE):
+        sizes[row] = loose_header(repository.loose.paths[int(table.pos[row])])[1]
     # The orders placing objects by where they sit in history share one pair of walks.
     specs = [ORDERS[o] for o in orders if o in ORDERS]
     intro, unreleased = any(s.needs_intro for s in specs), any(s.needs_unreleased for s in specs)
