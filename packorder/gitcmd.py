@@ -43,6 +43,20 @@ def git_env(extra: dict[str, str] | None = None, as_stored: bool = True) -> dict
     return env
 
 
+def stderr_line(stderr: bytes | str) -> str:
+    """Git's complaint on standard error, folded into one line: its `fatal:` line (the last,
+    which says what stopped it) else its first `error:` line, else its last line, without
+    the prefix (Git repeats a damaged file's error once for every object it tries)."""
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    fatal = [line for line in lines if line.startswith("fatal: ")]
+    errors = [line for line in lines if line.startswith("error: ")]
+    chosen = fatal[-1] if fatal else errors[0] if errors else lines[-1]
+    return chosen.removeprefix("fatal: ").removeprefix("error: ")
+
+
 def run(args: list[str], git_dir: Path | None = None, check: bool = True, **kw) -> subprocess.CompletedProcess:
     cmd = [GIT]
     if git_dir is not None:
@@ -51,7 +65,7 @@ def run(args: list[str], git_dir: Path | None = None, check: bool = True, **kw) 
     kw.setdefault("env", git_env())
     proc = subprocess.run(cmd + args, **kw)
     if check and proc.returncode != 0:
-        err = proc.stderr.decode(errors="replace").strip() if isinstance(proc.stderr, bytes) else proc.stderr
+        err = stderr_line(proc.stderr or b"")
         raise RepositoryError(f"git {' '.join(args[:2])} failed: {err or 'exit ' + str(proc.returncode)}")
     return proc
 

@@ -16,6 +16,8 @@ import contextlib
 import logging
 import math
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packorder.errors import RepositoryError
 from packorder.fleet import cost as cost_mod
 from packorder.fleet import results as results_mod
 from packorder.fleet import selection, triage_cache
@@ -84,21 +87,37 @@ def connect(scheduler: str | None, workers: int | None) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
-        with Client(scheduler) as client:
+        try:
+            client = Client(scheduler)
+        except Exception as e:
+            raise RepositoryError(f"cannot reach the Dask scheduler at {scheduler}: {_first_line(e)}") from None
+        with client:
             yield client
         return
-    with (
-        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
-        LocalCluster(
-            n_workers=workers or os.cpu_count() or 1,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        yield client
+    # The workers' scratch space (Dask leaves its lock files there) is this run's, and goes.
+    scratch = tempfile.mkdtemp(prefix="packorder-fleet-")
+    try:
+        with dask.config.set({"distributed.scheduler.allowed-failures": 1, "temporary-directory": scratch}):
+            try:
+                cluster = LocalCluster(
+                    n_workers=workers or os.cpu_count() or 1,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",
+                    silence_logs=logging.ERROR,
+                    local_directory=scratch,
+                )
+            except Exception as e:
+                raise RepositoryError(f"cannot start the local Dask cluster: {_first_line(e)}") from None
+            with cluster, Client(cluster) as client:
+                yield client
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def dashboard_of(client: Any) -> str | None:

@@ -53,7 +53,8 @@ def repack_one(
         return record
     record["packs_before"], record["bytes_before"] = footprint(path)
     _await_reaping(path)
-    argv = [sys.executable, "-m", "packorder", "repack", "--json", "--order", order, *extra_args, git_dir]
+    # -P: the package installed, never a `packorder/` folder of the working directory.
+    argv = [sys.executable, "-P", "-m", "packorder", "repack", "--json", "--order", order, *extra_args, git_dir]
     started = time.perf_counter()
     child = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limit_child(address_space)

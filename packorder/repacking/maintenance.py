@@ -33,12 +33,15 @@ from pathlib import Path
 
 from packorder import gitcmd
 from packorder.errors import RepositoryError
+from packorder.format import object_format as object_formats
+from packorder.format.object_format import ObjectFormat
 from packorder.native_call import core_errors
 from packorder.orders.catalog import configured_order
 from packorder.progress import ProgressCallback
 from packorder.repacking import expiry, recovery
 from packorder.repacking import lock as lock_mod
 from packorder.repacking.auto import DEFAULT_AUTO, AutoCheck, auto_check, loose_estimate, split_factor, strategy_of
+from packorder.store.listing import list_loose
 
 DEFAULT_PRUNE_EXPIRE = "2.weeks.ago"
 DEFAULT_WORKTREE_PRUNE_EXPIRE = "3.months.ago"
@@ -231,10 +234,13 @@ def _run_steps(
         proc = gitcmd.run(list(args), git_dir=git_dir, check=False, capture_output=True)
         result.seconds[name] = time.perf_counter() - t
         if proc.returncode != 0:
-            err = proc.stderr.decode(errors="replace").strip().splitlines()
-            raise RepositoryError(f"failed to run git {' '.join(args)}: {err[-1] if err else proc.returncode}")
+            err = gitcmd.stderr_line(proc.stderr) or f"exit {proc.returncode}"
+            raise RepositoryError(f"failed to run git {' '.join(args)}: {err}")
         result.steps.append(name)
 
+    # What is cheap to prove before Git's steps change refs and reflogs: the loose objects
+    # (damage inside a pack is for the repack to find, after them, as with git gc).
+    check_loose_objects(git_dir, object_formats.named(config.object_format))
     if _pack_refs_wanted(config, bare):
         extra = ["--auto"] if auto and _git_supports(git_dir, "pack-refs", "--auto") else []
         step("pack-refs", "pack-refs", "--all", "--prune", *extra)
@@ -337,6 +343,38 @@ def _git_maintenance_tasks(result: GcResult, git_dir: Path) -> None:
             break
     result.seconds["maintenance-tasks"] = time.perf_counter() - t
     result.steps.append("maintenance-tasks")
+
+
+LOOSE_CHECK_LIMIT = 64 << 20  # bytes of loose files read before Git's steps; more: left to the repack
+
+
+def check_loose_objects(git_dir: Path, fmt: ObjectFormat) -> None:
+    """Every loose object of `git_dir` inflated and hashed (as long as they take less than
+    LOOSE_CHECK_LIMIT bytes): one that is corrupt, or whose content is another object's,
+    is found before gc changes anything."""
+    import hashlib
+    import zlib
+
+    listed = list_loose(git_dir / "objects", fmt)
+    sizes = []
+    for _, path in listed:
+        with contextlib.suppress(OSError):
+            sizes.append(path.stat().st_size)
+    if sum(sizes) > LOOSE_CHECK_LIMIT:
+        return
+    for oid, path in listed:
+        try:
+            data = zlib.decompress(path.read_bytes())
+        except FileNotFoundError:
+            continue  # pruned meanwhile
+        except (OSError, zlib.error) as e:
+            raise RepositoryError(f"loose object {path} is corrupt: {e}; nothing was changed") from None
+        header, nul, _ = data.partition(b"\0")
+        kind, _, size = header.partition(b" ")
+        if not nul or kind not in (b"commit", b"tree", b"blob", b"tag") or not size.isdigit():
+            raise RepositoryError(f"loose object {path} is corrupt: bad header; nothing was changed")
+        if hashlib.new(fmt.name, data).digest() != oid:
+            raise RepositoryError(f"loose object {path} holds another object's content; nothing was changed")
 
 
 def _has_promisor_remote(config: gitcmd.Config) -> bool:

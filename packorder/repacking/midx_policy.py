@@ -192,8 +192,7 @@ def _run_with_git(repo: Repository, plan: list[Step], warn: Callable[[str], None
         lines = proc.stdout.decode(errors="replace").split()
         if proc.returncode != 0 or len(lines) != 1:
             if warn is not None:
-                err = proc.stderr.decode(errors="replace").strip().splitlines()
-                warn(f"the new packs are installed, but no multi-pack-index could be written: {err[-1] if err else ''}")
+                warn(midx_mod.not_written(proc.stderr))
             return False
         written.append(lines[0])
     midx_mod.write_chain(repo.pack_dir, list(reversed(written)))

@@ -42,6 +42,7 @@ from packorder.repacking.repo import (
 from packorder.repacking.snapshot import TagTips
 from packorder.settings import delta_base_cache_limit, physical_memory
 from packorder.store.object_ids import id_order, keys, lookup, sort_keys
+from packorder.store.promisor import check_promised
 
 
 @dataclass
@@ -175,9 +176,9 @@ def _walk(
     roots: np.ndarray,
     in_commit_order: bool,
     threads: int,
-) -> tuple[bytes, bytes]:
+) -> tuple[bytes, bytes, bytes]:
     """packorder's walk over `packs` and the loose objects `loose_rows` alone, from
-    `commits` and the other `roots` (ids), what lies outside passed as missing."""
+    `commits` and the other `roots` (ids), what lies outside passed as missing (ids, last)."""
     loose_ids = repo.loose.oids[loose_rows]
     order = id_order(keys(loose_ids))
     walker = _native.ObjectWalker(
@@ -195,8 +196,8 @@ def _walk(
         threads,
         object_format=repo.fmt.name,
     )
-    oids, hashes, _missing, _graph = run_job(walker, title="Counting objects")
-    return oids, hashes
+    oids, hashes, missing, _graph = run_job(walker, title="Counting objects")
+    return oids, hashes, missing
 
 
 def _walk_order(repo: Repository, found: _Candidates, order: str, threads: int) -> _Candidates:
@@ -211,7 +212,8 @@ def _walk_order(repo: Repository, found: _Candidates, order: str, threads: int) 
     commits = found.oids[kept][kinds == OBJ_COMMIT]
     tags = found.oids[kept][kinds == OBJ_TAG]
     in_commit_order = CATALOG[order].needs_intro
-    oids_b, hashes_b = _walk(repo, packs, loose_rows, commits, tags, in_commit_order, threads)
+    oids_b, hashes_b, missing_b = _walk(repo, packs, loose_rows, commits, tags, in_commit_order, threads)
+    _check_held(repo, id_rows(missing_b, repo.fmt))
     walked = id_rows(oids_b, repo.fmt)
     hashes = np.frombuffer(hashes_b, dtype=np.uint32)
     # The walk's place of each object; those it did not meet after, in stored order.
@@ -233,6 +235,20 @@ def _walk_order(repo: Repository, found: _Candidates, order: str, threads: int) 
     out = _Candidates(found.oids[rows], found.source[rows], found.pos[rows], name_hash[rows], found.kept[rows])
     out.walked = _Walked(oids_b, hashes_b, in_commit_order)
     return out
+
+
+def _check_held(repo: Repository, outside: np.ndarray) -> None:
+    """What the roll-up refers to outside itself must be in a pack that stays (or an
+    alternate's, or loose): a missing object is found here, before anything changes, as a
+    repack's full walk finds one. In a partial clone, missing objects must be promised."""
+    if not len(outside):
+        return
+    want = keys(outside)
+    held = _held_by(repo.packs, want)
+    if len(repo.loose.oids):
+        held |= lookup(sort_keys(keys(repo.loose.oids)), want) >= 0
+    if not held.all():
+        check_promised(repo, [bytes(o) for o in outside[~held]])
 
 
 def _tag_tips(repo: Repository, oids: np.ndarray) -> np.ndarray:

@@ -361,6 +361,12 @@ def refs_snapshot(git_dir: Path, path: Path) -> None:
     path.write_text(text)
 
 
+def not_written(stderr: bytes) -> str:
+    """The warning of a multi-pack-index Git could not write (the repository is valid
+    without one)."""
+    return f"the new packs are installed, but no multi-pack-index could be written: {gitcmd.stderr_line(stderr)}"
+
+
 def write_with_git(
     git_dir: Path,
     packs: Sequence[str],
@@ -388,8 +394,7 @@ def write_with_git(
         proc = gitcmd.run(args, git_dir=git_dir, check=False, input=listing)
     if proc.returncode != 0:
         if warn is not None:
-            err = proc.stderr.decode(errors="replace").strip().splitlines()
-            warn(f"the new packs are installed, but no multi-pack-index could be written: {err[-1] if err else ''}")
+            warn(not_written(proc.stderr))
         return False
     crash_point("midx-written")
     return True
@@ -415,7 +420,6 @@ def write(git_dir: Path, form: Midx, bitmap: bool, warn: Callable[[str], None] |
         proc = gitcmd.run(args[:2], git_dir=git_dir, check=False)  # a Git before 2.47
     if proc.returncode != 0:
         if warn is not None:
-            err = proc.stderr.decode(errors="replace").strip().splitlines()
-            warn(f"the new packs are installed, but no multi-pack-index could be written: {err[-1] if err else ''}")
+            warn(not_written(proc.stderr))
         return False
     return True
