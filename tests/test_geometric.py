@@ -297,3 +297,33 @@ def test_without_d_the_rolled_up_packs_stay(tmp_path: Path) -> None:
     assert len(result.packs) == 1 and not result.removed_packs
     assert set(server.packs()) == before | set(result.packs)
     assert np.all([p.exists() for p in before])
+
+
+def test_an_incremental_chain_is_compacted_as_git_compacts_it(tmp_path: Path) -> None:
+    """Git 2.55's rule: the roll-up's new layer takes in the layers above it while it holds at
+    least half as many objects as each; the larger layers below stay as they are."""
+    from packorder.format.object_format import SHA1
+    from packorder.store import midx as midx_mod
+
+    server = server_with_pushes(tmp_path, pushes=0, commits=60)
+    pack_dir = server.git_dir / "objects" / "pack"
+    (base,) = server.packs()
+    bottom = midx_mod.write_layer(pack_dir, [midx_mod.indexed(base)], None, [], SHA1)
+    for _ in range(2):
+        server.push()
+    pushed = [p for p in server.packs() if p != base]
+    below = [midx_mod.read_chain_layer(pack_dir, bottom, SHA1)]
+    middle = midx_mod.write_layer(pack_dir, [midx_mod.indexed(p) for p in pushed], None, below, SHA1)
+    midx_mod.write_chain(pack_dir, [bottom, middle])
+    git(server.git_dir, "multi-pack-index", "verify")
+    for _ in range(4):
+        server.push()  # four packs no layer names: they roll up
+    result = packorder.repack(server.git_dir, geometric=2, write_midx="incremental")
+    assert len(result.rolled_up) == 4
+    chain = midx_mod.read_chain(pack_dir, SHA1)
+    assert [layer.checksum for layer in chain][0] == bottom and len(chain) == 2  # the middle one compacted in
+    top = set(midx_mod.layer_packs(chain[1]))
+    assert top == {p.name for p in pushed} | {p.name for p in result.packs}
+    assert not (pack_dir / "multi-pack-index").exists()
+    git(server.git_dir, "multi-pack-index", "verify")
+    git(server.git_dir, "fsck", "--full")

@@ -181,28 +181,30 @@ def _warn_not_applied(opts: dict[str, Any]) -> None:
         _not_applied("--delta-islands", "deltas are chosen without islands")
 
 
+def _shared(opts: dict[str, Any], midx: str | None, show: Any) -> dict[str, Any]:
+    """The library's options both forms of the command pass as they were given."""
+    return {
+        "order": opts["order"],
+        "no_reuse_delta": opts["no_reuse_delta"] or opts["no_reuse_object"],
+        "window": opts["window"],
+        "depth": opts["depth"],
+        "threads": opts["threads"],
+        "write_bitmap": opts["write_bitmap"],
+        "verify": opts["verify"],
+        "local": opts["local"],
+        "write_midx": midx,
+        "update_server_info": False if opts["no_server_info"] else None,
+        "dry_run": opts["dry_run"],
+        "progress": show,
+        "warn": warn,
+    }
+
+
 def _geometric(repo: Path | None, opts: dict[str, Any], midx: str | None, show: Any) -> Any:
     from packorder.repacking.pipeline import repack
 
     with progress_mod.closing_line(show):
-        return repack(
-            repo,
-            geometric=opts["geometric"],
-            delete=opts["delete"],
-            write_midx=midx,
-            order=opts["order"],
-            no_reuse_delta=opts["no_reuse_delta"] or opts["no_reuse_object"],
-            window=opts["window"],
-            depth=opts["depth"],
-            threads=opts["threads"],
-            write_bitmap=opts["write_bitmap"],
-            verify=opts["verify"],
-            local=opts["local"],
-            update_server_info=False if opts["no_server_info"] else None,
-            dry_run=opts["dry_run"],
-            progress=show,
-            warn=warn,
-        )
+        return repack(repo, geometric=opts["geometric"], delete=opts["delete"], **_shared(opts, midx, show))
 
 
 def _full(ctx: click.Context, repo: Path | None, opts: dict[str, Any], midx: str | None, show: Any) -> Any:
@@ -234,27 +236,15 @@ def _full(ctx: click.Context, repo: Path | None, opts: dict[str, Any], midx: str
     with progress_mod.closing_line(show):
         return repack(
             repo,
-            order=order,
-            no_reuse_delta=opts["no_reuse_delta"] or opts["no_reuse_object"],
-            window=opts["window"],
-            depth=opts["depth"],
-            threads=opts["threads"],
             ref_delta=opts["ref_delta"],
             repick_backward_deltas=opts["repick_backward_deltas"],
             cruft_expiration=opts["cruft_expiration"],
             max_cruft_size=cruft_size,
             combine_cruft_below_size=combine_below,
-            local=opts["local"],
-            write_bitmap=write_bitmap,
-            write_midx=midx,
             delete=delete,
-            update_server_info=False if opts["no_server_info"] else None,
-            dry_run=opts["dry_run"],
             output_dir=output_dir,
-            verify=opts["verify"],
-            progress=show,
-            warn=warn,
             start=start,
+            **_shared(opts, midx, show),
         )
 
 

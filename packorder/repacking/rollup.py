@@ -311,7 +311,7 @@ def _reached_from(repo: Repository, rollup: RollUp, starts: np.ndarray) -> tuple
     packs = sorted({int(s) for s in table.source[regular] if s != LOOSE})
     loose_rows = table.pos[regular & (table.source == LOOSE)]
     is_commit = table.kinds[rows] == OBJ_COMMIT
-    oids_b, hashes_b = _walk(
+    oids_b, hashes_b, _ = _walk(
         repo, packs, loose_rows, table.oids[rows[is_commit]], table.oids[rows[~is_commit]], False, 1
     )
     return id_rows(oids_b, repo.fmt), np.frombuffer(hashes_b, dtype=np.uint32)
