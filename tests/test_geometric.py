@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gitrepo import all_ids, git, git_env, git_version
+from gitrepo import GIT, all_ids, git, git_env, git_version
 from pushes import Server, server_with_pushes
 
 import packorder
@@ -189,6 +189,51 @@ def test_an_incremental_chain_grows(tmp_path: Path) -> None:
     git(server.git_dir, "fsck", "--full")
 
 
+def _git_compacts_chains() -> bool:
+    proc = subprocess.run([GIT, "multi-pack-index", "compact", "-h"], capture_output=True)
+    return b"write-chain-file" in proc.stdout + proc.stderr
+
+
+def _chain_names_every_pack(server: Server) -> None:
+    chain = server.git_dir / "objects" / "pack" / "multi-pack-index.d" / "multi-pack-index-chain"
+    named = set()
+    for layer in chain.read_text().split():
+        named |= set(midx_format.pack_names_of(str(chain.parent / f"multi-pack-index-{layer}.midx")))
+    assert named == {p.with_suffix(".idx").name for p in server.packs()}
+    assert not (server.git_dir / "objects" / "pack" / "multi-pack-index").exists()
+    git(server.git_dir, "multi-pack-index", "verify")
+
+
+@pytest.mark.skipif(git_version() < (2, 47), reason="incremental multi-pack-index: Git 2.47")
+def test_a_chain_git_cannot_bitmap_still_grows(tmp_path: Path) -> None:
+    """A bitmap asked of a chain whose layers have none (so no Git can write one on top):
+    the chain still grows, without a bitmap, and a warning says why (Git's own repack
+    fails)."""
+    server = server_with_pushes(tmp_path, pushes=3, commits=60)
+    git(server.git_dir, "multi-pack-index", "write", "--incremental")
+    for _ in range(5):
+        server.push()
+    result = packorder.repack(server.git_dir, geometric=2, write_midx="incremental", write_bitmap=True)
+    assert result.midx == "incremental" and not result.bitmap
+    assert any("bitmap" in w for w in result.warnings)
+    _chain_names_every_pack(server)
+    git(server.git_dir, "fsck", "--full")
+
+
+@pytest.mark.skipif(not _git_compacts_chains(), reason="bitmaps in a chain's layers: Git 2.55")
+def test_every_layer_of_a_chain_gets_its_bitmap(tmp_path: Path) -> None:
+    server = server_with_pushes(tmp_path, pushes=3, commits=60)
+    git(server.git_dir, "multi-pack-index", "write", "--incremental", "--bitmap")
+    for _ in range(5):
+        server.push()
+    result = packorder.repack(server.git_dir, geometric=2, write_midx="incremental", write_bitmap=True)
+    assert result.midx == "incremental" and result.bitmap and result.bitmap_kind == "multi-pack-index"
+    assert not result.warnings
+    _chain_names_every_pack(server)
+    git(server.git_dir, "rev-list", "--test-bitmap", "HEAD")
+    git(server.git_dir, "fsck", "--full")
+
+
 def geometric_argv(repo: Path) -> list[str]:
     return [sys.executable, "-m", "packorder", "repack", "-q", "-d", "-l", "--geometric=2", "--write-midx", str(repo)]
 
@@ -321,7 +366,7 @@ def test_an_incremental_chain_is_compacted_as_git_compacts_it(tmp_path: Path) ->
     result = packorder.repack(server.git_dir, geometric=2, write_midx="incremental")
     assert len(result.rolled_up) == 4
     chain = midx_mod.read_chain(pack_dir, SHA1)
-    assert [layer.checksum for layer in chain][0] == bottom and len(chain) == 2  # the middle one compacted in
+    assert chain[0].checksum == bottom and len(chain) == 2  # the middle one compacted in
     top = set(midx_mod.layer_packs(chain[1]))
     assert top == {p.name for p in pushed} | {p.name for p in result.packs}
     assert not (pack_dir / "multi-pack-index").exists()

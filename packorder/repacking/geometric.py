@@ -252,10 +252,11 @@ def _write_midx(
     plan = None
     if mode == "incremental":
         plan = midx_policy.chain_plan(repo, geometry, result.packs, [p for p in named if p not in result.packs])
-    if midx_policy.write(repo, packs, preferred, mode, bitmap, warnings, plan):
+    wrote, with_bitmap = midx_policy.write(repo, packs, preferred, mode, bitmap, warnings, plan)
+    if wrote:
         result.midx = mode
-        result.bitmap = bitmap
-        result.bitmap_kind = "multi-pack-index" if bitmap else ""
+        result.bitmap = with_bitmap
+        result.bitmap_kind = "multi-pack-index" if with_bitmap else ""
 
 
 def _remove_rolled_up(

@@ -38,33 +38,41 @@ def write(
     bitmap: bool,
     warn: Callable[[str], None] | None,
     plan: list[Step] | None = None,
-) -> bool:
-    """Write the multi-pack-index of `packs` in `mode`; True if one (with its bitmap, if
-    asked) was written. `plan`: an incremental chain's steps (chain_plan), else the chain
+) -> tuple[bool, bool]:
+    """Write the multi-pack-index of `packs` in `mode`: (written, with its bitmap). When
+    Git cannot write the bitmap asked for, the index is still written, without one, and
+    `warn` says why. `plan`: an incremental chain's steps (chain_plan), else the chain
     is one new layer of `packs`."""
     pack_dir = repo.pack_dir
     preferred_name = preferred.name if preferred is not None else None
     if mode == "plain":
         if bitmap:
-            wrote = midx_mod.write_with_git(repo.git_dir, [p.name for p in packs], preferred_name, True, warn=warn)
-            if wrote:
+            failure = midx_mod.write_with_git(repo.git_dir, [p.name for p in packs], preferred_name, True)
+            if failure is None:
                 remove_pack_bitmaps(packs)
-            return wrote
+                return True, True
+            if warn is not None:
+                warn(_no_bitmap(failure))
         midx_mod.write_plain(
             pack_dir, _indexed(repo, packs), preferred_name, repo.fmt, repo.config.get_int("midx.version", 1)
         )
-        return True
+        return True, False
     if plan is None:
         plan = [Step(WRITE, packs=list(packs), preferred=preferred)]
     if bitmap:
         if _git_compacts(repo.git_dir):
-            return _run_with_git(repo, plan, warn)
-        if warn is not None:
+            if _run_with_git(repo, plan, warn):
+                return True, True
+        elif warn is not None:
             warn(
                 "no bitmap for the incremental multi-pack-index: this Git cannot write one into a chain (Git 2.55 can)"
             )
     _run_natively(repo, plan)
-    return not bitmap
+    return True, False
+
+
+def _no_bitmap(why: str) -> str:
+    return f"the multi-pack-index is written without its bitmap: Git could not write one: {why}"
 
 
 def remove_pack_bitmaps(packs: Sequence[Path]) -> None:
@@ -166,7 +174,7 @@ def _git_compacts(git_dir: Path) -> bool:
     """Whether this Git writes a chain's layers with their bitmaps (`multi-pack-index
     compact`, Git 2.55)."""
     proc = gitcmd.run(["multi-pack-index", "compact", "-h"], git_dir=git_dir, check=False)
-    return b"--no-write-chain-file" in proc.stdout + proc.stderr
+    return b"write-chain-file" in proc.stdout + proc.stderr
 
 
 def _run_with_git(repo: Repository, plan: list[Step], warn: Callable[[str], None] | None) -> bool:
@@ -192,7 +200,7 @@ def _run_with_git(repo: Repository, plan: list[Step], warn: Callable[[str], None
         lines = proc.stdout.decode(errors="replace").split()
         if proc.returncode != 0 or len(lines) != 1:
             if warn is not None:
-                warn(midx_mod.not_written(proc.stderr))
+                warn(_no_bitmap(gitcmd.stderr_line(proc.stderr)))
             return False
         written.append(lines[0])
     midx_mod.write_chain(repo.pack_dir, list(reversed(written)))

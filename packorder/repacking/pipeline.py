@@ -348,7 +348,8 @@ def _write_midx(
     plan = (
         midx_policy.chain_plan(repo, None, result.packs, packs[len(result.packs) :]) if mode == "incremental" else None
     )
-    if midx_policy.write(repo, packs, ordered, mode, bitmap, warnings, plan):
+    wrote, with_bitmap = midx_policy.write(repo, packs, ordered, mode, bitmap, warnings, plan)
+    if wrote:
         result.midx = mode
-        if bitmap:
+        if with_bitmap:
             result.bitmap, result.bitmap_kind = True, "multi-pack-index"

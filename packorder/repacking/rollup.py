@@ -41,7 +41,7 @@ from packorder.repacking.repo import (
 )
 from packorder.repacking.snapshot import TagTips
 from packorder.settings import delta_base_cache_limit, physical_memory
-from packorder.store.object_ids import id_order, keys, lookup, sort_keys
+from packorder.store.object_ids import first_copies, id_order, keys, lookup, sort_keys
 from packorder.store.promisor import check_promised
 
 
@@ -154,11 +154,7 @@ def _candidates(
     source.append(np.full(len(loose_rows), LOOSE, dtype=np.int32))
     pos.append(loose_rows.astype(np.int64))
     all_oids, all_source, all_pos = np.concatenate(oids), np.concatenate(source), np.concatenate(pos)
-    k = keys(all_oids)
-    by_id = id_order(k)
-    first = np.ones(len(k), dtype=bool)
-    first[1:] = k[by_id[1:]] != k[by_id[:-1]]
-    rows = np.sort(by_id[first])
+    rows = first_copies(keys(all_oids))
     all_oids, all_source, all_pos = all_oids[rows], all_source[rows], all_pos[rows]
     held = _held_by(staying, keys(all_oids))
     if local:

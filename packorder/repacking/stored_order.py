@@ -21,7 +21,7 @@ from packorder.format.layout import PackLayout
 from packorder.format.pack import OBJ_BLOB
 from packorder.repacking.repo import LOOSE, ObjectTable, Repository, id_rows, object_kinds
 from packorder.repacking.snapshot import TagTips
-from packorder.store.object_ids import id_order, keys, lookup
+from packorder.store.object_ids import first_copies, keys, lookup
 
 
 def movable_packs(repo: Repository) -> list[int]:
@@ -48,11 +48,7 @@ def stored_table(repo: Repository) -> ObjectTable:
         oids, source, pos = np.concatenate(oids_parts), np.concatenate(source_parts), np.concatenate(pos_parts)
         if sum(len(p) > 0 for p in pos_parts) > 1:
             # An object stored twice counts once, at its first place (loose, then newest pack).
-            k = keys(oids)
-            by_id = id_order(k)
-            first = np.ones(len(k), dtype=bool)
-            first[1:] = k[by_id[1:]] != k[by_id[:-1]]
-            rows = np.sort(by_id[first])
+            rows = first_copies(keys(oids))
             oids, source, pos = oids[rows], source[rows], pos[rows]
         kinds = object_kinds(repo, source, pos)
         tagged = _tag_tips(repo, source, pos, tags.ids())

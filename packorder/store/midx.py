@@ -373,11 +373,10 @@ def write_with_git(
     preferred: str | None,
     bitmap: bool,
     incremental: bool = False,
-    warn: Callable[[str], None] | None = None,
-) -> bool:
+) -> str | None:
     """Write a multi-pack-index of `packs` (`.pack` names) through Git, with its bitmap if
-    asked (selecting the commits of the refs as they are now). A failure is a warning: the
-    repository is valid without one. True if one was written."""
+    asked (selecting the commits of the refs as they are now). None if it was written, else
+    Git's line saying why not."""
     args = ["multi-pack-index", "write", "--stdin-packs", "--no-progress"]
     if bitmap:
         args.append("--bitmap")
@@ -393,11 +392,9 @@ def write_with_git(
         listing = "".join(name.removesuffix(".pack") + ".idx\n" for name in packs).encode()
         proc = gitcmd.run(args, git_dir=git_dir, check=False, input=listing)
     if proc.returncode != 0:
-        if warn is not None:
-            warn(not_written(proc.stderr))
-        return False
+        return gitcmd.stderr_line(proc.stderr)
     crash_point("midx-written")
-    return True
+    return None
 
 
 def write(git_dir: Path, form: Midx, bitmap: bool, warn: Callable[[str], None] | None) -> bool:

@@ -44,5 +44,14 @@ def id_order(k: np.ndarray) -> np.ndarray:
     return np.frombuffer(_native.id_sort_order(np.ascontiguousarray(k).tobytes(), _hash_of(k)), dtype=np.int64).copy()
 
 
+def first_copies(k: np.ndarray) -> np.ndarray:
+    """The rows of `k` that hold each key's first copy, in their order in `k` (an object
+    stored twice counts once, where it is listed first)."""
+    by_id = id_order(k)
+    first = np.ones(len(k), dtype=bool)
+    first[1:] = k[by_id[1:]] != k[by_id[:-1]]
+    return np.sort(by_id[first])
+
+
 def sort_keys(k: np.ndarray) -> np.ndarray:
     return k[id_order(k)]
