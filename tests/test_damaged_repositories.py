@@ -7,6 +7,7 @@ runs before its repack in the same order)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -163,3 +164,86 @@ def test_one_line_nothing_left_and_the_repository_as_it_was(
         assert state(repo, objects_only=is_gc) == before
     elif command == "gc-auto":
         assert state(repo, objects_only=True) == before  # nothing to do: nothing done
+
+
+@pytest.fixture(scope="module")
+def fleet_root(base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five repositories, the third with a loose object whose header is corrupt."""
+    root = tmp_path_factory.mktemp("damaged-fleet")
+    for i in range(5):
+        shutil.copytree(base, root / f"repo{i}", symlinks=True)
+    flip(loose_blob(root / "repo2", "late/one.txt"), 4)
+    return root
+
+
+@pytest.mark.parametrize("command", ["status", "repack"])
+def test_the_fleet_goes_on_past_a_broken_repository(fleet_root: Path, tmp_path: Path, command: str) -> None:
+    pytest.importorskip("distributed")
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    tmp.mkdir()
+    copy = work / "root"
+    shutil.copytree(fleet_root, copy, symlinks=True)
+    args = ["fleet", command, str(copy), "--json"]
+    if command == "repack":
+        args += ["--workers", "1", "--results", str(work / "results.jsonl")]
+    proc = run(args, copy, work, tmp)
+    output = proc.stdout + proc.stderr
+    assert "Traceback" not in output, output
+    assert proc.returncode == 1, output
+    if command == "status":
+        found = json.loads(proc.stdout)["repositories"]
+    else:
+        found = [json.loads(line) for line in (work / "results.jsonl").read_text().splitlines()]
+    # A repository is named by its work tree or by its git directory.
+    records = {next(p.name for p in (Path(r["path"]), Path(r["path"]).parent) if p.name != ".git"): r for r in found}
+    assert sorted(records) == [f"repo{i}" for i in range(5)], output
+    assert "is corrupt" in records["repo2"]["error"]
+    assert all(not records[f"repo{i}"]["error"] for i in (0, 1, 3, 4)), records
+    # The Dask workers' scratch space went with the run.
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["repack", "gc", "seekstats", "experiment"])
+def test_a_plain_file_as_the_repository_is_fatal(tmp_path: Path, command: str) -> None:
+    plain = tmp_path / "plain"
+    plain.write_text("not a repository\n")
+    proc = run(COMMANDS[command], plain, tmp_path, tmp_path)
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 128, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("fatal: "), proc.stderr
+
+
+@pytest.mark.parametrize("what", ["directory", "device"])
+def test_index_pack_names_what_it_was_given(tmp_path: Path, what: str) -> None:
+    target = tmp_path if what == "directory" else Path("/dev/null")
+    proc = run(["index-pack", str(target)], target, tmp_path, tmp_path)
+    assert proc.returncode == 128, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("fatal: "), proc.stderr
+    assert "no such file" not in proc.stderr.lower() and str(target) in proc.stderr
+    assert ("a directory" if what == "directory" else "not a file") in proc.stderr
+
+
+def test_max_cruft_size_zero_is_no_limit_as_in_git(base: Path, tmp_path: Path) -> None:
+    repo = damaged(base, tmp_path, "unborn")
+    git(repo, "symbolic-ref", "HEAD", "refs/heads/main")
+    for args in (["repack", "REPO", "-q", "--max-cruft-size", "0"], ["gc", "REPO", "-q", "--max-cruft-size", "0"]):
+        proc = run(args, repo, tmp_path, tmp_path)
+        assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+    git(repo, "fsck", "--full", "--strict")
+
+
+def test_the_experiments_copies_are_writable_whatever_the_sources_bits(base: Path, tmp_path: Path) -> None:
+    from packorder.experiments.run import copy_git_dir
+
+    source = tmp_path / "source.git"
+    shutil.copytree(base / ".git", source, symlinks=True)
+    for where, _dirs, _files in os.walk(source):
+        os.chmod(where, 0o555)
+    try:
+        copy_git_dir(source, tmp_path / "copy.git")
+    finally:
+        for where, _dirs, _files in os.walk(source):
+            os.chmod(where, 0o755)
+    for where, _dirs, _files in os.walk(tmp_path / "copy.git"):
+        assert os.stat(where).st_mode & 0o700 == 0o700, where
