@@ -39,8 +39,8 @@ def walks(
     assert ours is not None
     theirs = snapshot.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if in_commit_order else ())
 
-    def split(r: tuple[bytes, bytes, bytes]) -> tuple[bytes, bytes, set[bytes]]:
-        return r[0], r[1], set(snap.fmt.split(r[2]))
+    def split(r: native_walk.Walked) -> tuple[bytes, bytes, bytes, bytes, set[bytes]]:
+        return r.ids, r.name_hashes, r.name_hashes_v2, r.path_hashes, set(snap.fmt.split(r.missing))
 
     return split(ours.result()), split(theirs.result())
 
@@ -57,8 +57,8 @@ def assert_same_walk(git_dir: Path) -> int:
             f"in_commit_order={in_commit_order}, run_items={run_items}: object {first} differs "
             f"({len(ids) // rawsz} vs {n} objects)"
         )
-        assert ours[1] == theirs[1], "name hashes differ"
-        assert ours[2] == theirs[2], "missing objects differ"
+        assert ours[1:4] == theirs[1:4], "the hashes of the paths differ"
+        assert ours[4] == theirs[4], "missing objects differ"
     return len(git_ids) // rawsz
 
 
@@ -220,7 +220,7 @@ def test_a_partial_clone_reports_what_it_lacks_as_git_does(tmp_path: Path) -> No
     git(None, "clone", "-q", "--bare", "--filter=blob:none", f"file://{repo.path}", str(clone))
     for run_items in (None, 1, 2):
         ours, theirs = walks(clone, False, run_items)
-        assert ours == theirs and len(ours[2]) > 10
+        assert ours == theirs and len(ours[4]) > 10
     # And repacked so, without fetching anything.
     (clone / "config").write_text((clone / "config").read_text() + "[packorder]\n\twalk = native\n")
     result = packorder.repack(clone, verify="crc")
@@ -363,7 +363,7 @@ def test_objects_pushed_after_the_listing_make_it_gits_walk(tmp_path: Path, miss
     assert len(gits) == 1
     assert ours == snapshot.ObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok).result()
     pushed = bytes.fromhex(repo.run("rev-parse", "HEAD").decode().strip())
-    assert pushed in snap.fmt.split(ours[0])
+    assert pushed in snap.fmt.split(ours.ids)
 
 
 def test_an_object_loose_here_and_in_an_alternate(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -32,8 +33,22 @@ WALKS = ("git", "native")
 _LOST = re.compile(r"missing (?:commit|tree|blob|tag|object) ([0-9a-f]{40}|[0-9a-f]{64})")
 
 
+@dataclass(frozen=True)
+class Walked:
+    """What a walk gives: the ids, one after another, in Git's order; for each, the hashes of
+    the path it was found at (native/src/walk/path_names.rs): Git's name hash, version 1 and
+    2 (native u32s), and the whole path's (native u64s; 0: none, a commit or tag); and the
+    ids of missing objects the walk was allowed to pass."""
+
+    ids: bytes
+    name_hashes: bytes
+    name_hashes_v2: bytes
+    path_hashes: bytes
+    missing: bytes
+
+
 class Walk(Protocol):
-    def result(self) -> tuple[bytes, bytes, bytes]: ...
+    def result(self) -> Walked: ...
 
     def graph(self) -> object | None: ...
 
@@ -156,7 +171,7 @@ class NativeWalk:
         self.in_commit_order = in_commit_order
         self.walker = walker
         self.git_dir, self.fmt, self.fallback = git_dir, fmt, fallback
-        self._result: tuple[bytes, bytes, bytes, object | None] | None = None
+        self._result: tuple[Walked, object | None] | None = None
         self._fallen_back: Walk | None = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="packorder-walk", daemon=True)
@@ -164,12 +179,12 @@ class NativeWalk:
 
     def _run(self) -> None:
         try:
-            self._result = self.walker.run()
+            *walked, graph = self.walker.run()
+            self._result = Walked(*walked), graph
         except BaseException as e:  # reported by result()
             self.error = e
 
-    def result(self) -> tuple[bytes, bytes, bytes]:
-        """(ids, one after another; name hashes, native u32s; missing ids)."""
+    def result(self) -> Walked:
         self.thread.join()
         if isinstance(self.error, _native.PackFormatError):
             message = self.error.args[0]
@@ -182,12 +197,12 @@ class NativeWalk:
         if self.error is not None:
             raise self.error
         assert self._result is not None
-        oids, hashes, missing, _ = self._result
-        if missing and self._arrived([oid.hex() for oid in self.fmt.split(missing)]):
+        walked = self._result[0]
+        if walked.missing and self._arrived([oid.hex() for oid in self.fmt.split(walked.missing)]):
             return self._fall_back()
-        return oids, hashes, missing
+        return walked
 
-    def _fall_back(self) -> tuple[bytes, bytes, bytes]:
+    def _fall_back(self) -> Walked:
         if self._fallen_back is None:
             self._fallen_back = self.fallback()
         return self._fallen_back.result()
@@ -197,7 +212,7 @@ class NativeWalk:
         and its result is this walk's own; call after result()."""
         if self._fallen_back is not None:
             return self._fallen_back.graph()
-        return self._result[3] if self._result is not None else None
+        return self._result[1] if self._result is not None else None
 
     def _arrived(self, oids_hex: list[str]) -> bool:
         """Whether the repository has any of these objects now (unlisted: they arrived)."""

@@ -162,6 +162,10 @@ class ObjectTable:
     # The commit and tree graph the walk recorded (a _native.WalkEdges), for the bitmap: taken
     # by the first bitmap computed from it.
     graph: object | None = None
+    # uint32, Git's pack_name_hash_v2 of the path; uint64, a hash of the whole path (0: none).
+    # None where no walk gave them (a roll-up's table): the search by path then has nothing.
+    name_hash_v2: np.ndarray | None = None
+    path_hash: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -182,6 +186,8 @@ class ObjectTable:
             self.in_keep_packs,
             self.in_alternates,
             self.graph,
+            None if self.name_hash_v2 is None else self.name_hash_v2[rows],
+            None if self.path_hash is None else self.path_hash[rows],
         )
 
 
@@ -199,10 +205,18 @@ def _walk_of(repo: Repository, in_commit_order: bool) -> snapshot_mod.ObjectWalk
     )
 
 
+# The hashes of an object's path, one record an object (native_walk.Walked).
+PATH_NAMES = np.dtype([("v1", np.uint32), ("v2", np.uint32), ("path", np.uint64)])
+
+
 def _walked(walk: snapshot_mod.ObjectWalk, fmt: ObjectFormat) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
-    oids_b, hashes_b, missing_b = walk.result()
-    hashes = np.frombuffer(hashes_b, dtype=np.uint32)
-    return id_rows(oids_b, fmt), hashes, fmt.split(missing_b)
+    """The walk's ids, the hashes of their paths (PATH_NAMES records) and the missing ids."""
+    walked = walk.result()
+    names = np.zeros(len(walked.name_hashes) // 4, dtype=PATH_NAMES)
+    names["v1"] = np.frombuffer(walked.name_hashes, dtype=np.uint32)
+    names["v2"] = np.frombuffer(walked.name_hashes_v2, dtype=np.uint32)
+    names["path"] = np.frombuffer(walked.path_hashes, dtype=np.uint64)
+    return id_rows(walked.ids, fmt), names, fmt.split(walked.missing)
 
 
 def _tag_keys(tags: snapshot_mod.TagTips, fmt: ObjectFormat) -> np.ndarray:
@@ -334,7 +348,7 @@ def _enumerate(
             seen = sort_keys(np.concatenate([seen, k[absent]]))
     if parts:
         oids = np.concatenate([oids] + [p[0] for p in parts])
-        hashes = np.concatenate([hashes] + [np.zeros(len(p[2]), np.uint32) for p in parts])
+        hashes = np.concatenate([hashes] + [np.zeros(len(p[2]), PATH_NAMES) for p in parts])
         source = np.concatenate([source] + [np.full(len(p[2]), p[1], np.int32) for p in parts])
         pos = np.concatenate([pos] + [p[2] for p in parts])
         reachable = np.concatenate([reachable, np.zeros(sum(len(p[2]) for p in parts), bool)])
@@ -355,7 +369,7 @@ def _enumerate(
     return ObjectTable(
         oids,
         kinds,
-        hashes,
+        np.ascontiguousarray(hashes["v1"]),
         reachable,
         tagged,
         source,
@@ -365,6 +379,8 @@ def _enumerate(
         in_keep_packs=int(in_kept.sum()),
         in_alternates=int(in_alternate.sum()),
         graph=walk.graph(),
+        name_hash_v2=np.ascontiguousarray(hashes["v2"]),
+        path_hash=np.ascontiguousarray(hashes["path"]),
     )
 
 

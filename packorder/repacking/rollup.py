@@ -28,7 +28,7 @@ from packorder.native_call import run_job
 from packorder.orders.catalog import CATALOG
 from packorder.repacking import head_side as head_side_mod
 from packorder.repacking.geometry import Geometry
-from packorder.repacking.native_walk import WALK_CACHE, shallow_commits
+from packorder.repacking.native_walk import WALK_CACHE, Walked, shallow_commits
 from packorder.repacking.repo import (
     LOOSE,
     ObjectHistory,
@@ -63,12 +63,11 @@ class RollUp:
 class _Walked:
     """A finished walk, as introducing_commits takes one."""
 
-    oids: bytes
-    hashes: bytes
+    walked: Walked
     in_commit_order: bool
 
-    def result(self) -> tuple[bytes, bytes, bytes]:
-        return self.oids, self.hashes, b""
+    def result(self) -> Walked:
+        return self.walked
 
     def stop(self) -> None:
         pass
@@ -172,7 +171,7 @@ def _walk(
     roots: np.ndarray,
     in_commit_order: bool,
     threads: int,
-) -> tuple[bytes, bytes, bytes]:
+) -> Walked:
     """packorder's walk over `packs` and the loose objects `loose_rows` alone, from
     `commits` and the other `roots` (ids), what lies outside passed as missing (ids, last)."""
     loose_ids = repo.loose.oids[loose_rows]
@@ -192,8 +191,8 @@ def _walk(
         threads,
         object_format=repo.fmt.name,
     )
-    oids, hashes, missing, _graph = run_job(walker, title="Counting objects")
-    return oids, hashes, missing
+    *walked, _graph = run_job(walker, title="Counting objects")
+    return Walked(*walked)
 
 
 def _walk_order(repo: Repository, found: _Candidates, order: str, threads: int) -> _Candidates:
@@ -208,10 +207,10 @@ def _walk_order(repo: Repository, found: _Candidates, order: str, threads: int) 
     commits = found.oids[kept][kinds == OBJ_COMMIT]
     tags = found.oids[kept][kinds == OBJ_TAG]
     in_commit_order = CATALOG[order].needs_intro
-    oids_b, hashes_b, missing_b = _walk(repo, packs, loose_rows, commits, tags, in_commit_order, threads)
-    _check_held(repo, id_rows(missing_b, repo.fmt))
-    walked = id_rows(oids_b, repo.fmt)
-    hashes = np.frombuffer(hashes_b, dtype=np.uint32)
+    walk = _walk(repo, packs, loose_rows, commits, tags, in_commit_order, threads)
+    _check_held(repo, id_rows(walk.missing, repo.fmt))
+    walked = id_rows(walk.ids, repo.fmt)
+    hashes = np.frombuffer(walk.name_hashes, dtype=np.uint32)
     # The walk's place of each object; those it did not meet after, in stored order.
     k = keys(found.oids)
     sorted_k_order = id_order(k)
@@ -229,7 +228,7 @@ def _walk_order(repo: Repository, found: _Candidates, order: str, threads: int) 
     name_hash = np.zeros(len(found.oids), dtype=np.uint32)
     name_hash[walked_rows] = walked_hashes
     out = _Candidates(found.oids[rows], found.source[rows], found.pos[rows], name_hash[rows], found.kept[rows])
-    out.walked = _Walked(oids_b, hashes_b, in_commit_order)
+    out.walked = _Walked(walk, in_commit_order)
     return out
 
 
@@ -307,10 +306,8 @@ def _reached_from(repo: Repository, rollup: RollUp, starts: np.ndarray) -> tuple
     packs = sorted({int(s) for s in table.source[regular] if s != LOOSE})
     loose_rows = table.pos[regular & (table.source == LOOSE)]
     is_commit = table.kinds[rows] == OBJ_COMMIT
-    oids_b, hashes_b, _ = _walk(
-        repo, packs, loose_rows, table.oids[rows[is_commit]], table.oids[rows[~is_commit]], False, 1
-    )
-    return id_rows(oids_b, repo.fmt), np.frombuffer(hashes_b, dtype=np.uint32)
+    walk = _walk(repo, packs, loose_rows, table.oids[rows[is_commit]], table.oids[rows[~is_commit]], False, 1)
+    return id_rows(walk.ids, repo.fmt), np.frombuffer(walk.name_hashes, dtype=np.uint32)
 
 
 def _lookup_rows(table: ObjectTable, ids: np.ndarray) -> np.ndarray:

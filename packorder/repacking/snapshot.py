@@ -97,9 +97,8 @@ class ObjectWalk:
             self.proc.kill()
         self.stderr = self.proc.stderr.read()
 
-    def result(self) -> tuple[bytes, bytes, bytes]:
-        """(ids, one after another; name hashes, native u32s; missing ids), in the
-        order Git printed them; the same again on later calls."""
+    def result(self) -> native_walk.Walked:
+        """The objects in the order Git printed them; the same again on later calls."""
         if self._result is not None:
             return self._result
         self.thread.join()
@@ -108,8 +107,7 @@ class ObjectWalk:
             raise RepositoryError(f"cannot list the repository's objects: {self.error}")
         if code != 0:
             raise native_walk.walk_failed(self.stderr, code)
-        oids, hashes, _named, missing = self.parser.finish()
-        self._result = oids, hashes, missing
+        self._result = native_walk.Walked(*self.parser.finish())
         return self._result
 
     def graph(self) -> None:

@@ -117,8 +117,8 @@ impl ObjectWalker {
         })
     }
 
-    /// Walk: (ids one after another, in Git's order; name hashes as native u32s; missing ids;
-    /// the graph recorded, or None).
+    /// Walk: (ids one after another, in Git's order; name hashes version 1 and 2 as native
+    /// u32s; path hashes as native u64s; missing ids; the graph recorded, or None).
     fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(mut job) = job else {
@@ -156,11 +156,17 @@ impl ObjectWalker {
             }),
             false => None,
         };
-        let items: [Py<PyAny>; 4] = [
+        let items: [Py<PyAny>; 6] = [
             PyBytes::new(py, &crate::pack::object_id::concat(&w.ids))
                 .into_any()
                 .unbind(),
-            PyBytes::new(py, &bytes_of(&w.name_hashes, u32::to_ne_bytes))
+            PyBytes::new(py, &bytes_of(&w.names.v1, u32::to_ne_bytes))
+                .into_any()
+                .unbind(),
+            PyBytes::new(py, &bytes_of(&w.names.v2, u32::to_ne_bytes))
+                .into_any()
+                .unbind(),
+            PyBytes::new(py, &bytes_of(&w.names.paths, u64::to_ne_bytes))
                 .into_any()
                 .unbind(),
             PyBytes::new(py, &crate::pack::object_id::concat(&w.missing))

@@ -62,21 +62,21 @@ impl RevList {
         .map_err(to_py_err)
     }
 
-    /// (ids, name hashes as native u32s, has-name flags, missing ids).
+    /// (ids, name hashes version 1 and 2 as native u32s, path hashes as native u64s, missing
+    /// ids).
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         self.0.finish().map_err(to_py_err)?;
         let algo = self.0.algo;
         let p = std::mem::replace(&mut self.0, RevListParser::new(algo));
         let oids = concat(&p.oids);
-        let hashes = bytes_of(&p.name_hashes, u32::to_ne_bytes);
-        let named: Vec<u8> = p.has_name.iter().map(|&b| u8::from(b)).collect();
         let missing = concat(&p.missing);
         PyTuple::new(
             py,
             [
                 PyBytes::new(py, &oids),
-                PyBytes::new(py, &hashes),
-                PyBytes::new(py, &named),
+                PyBytes::new(py, &bytes_of(&p.names.v1, u32::to_ne_bytes)),
+                PyBytes::new(py, &bytes_of(&p.names.v2, u32::to_ne_bytes)),
+                PyBytes::new(py, &bytes_of(&p.names.paths, u64::to_ne_bytes)),
                 PyBytes::new(py, &missing),
             ],
         )

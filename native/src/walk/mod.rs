@@ -3,7 +3,8 @@
 //! and tags a walk follows (objects.rs), what an index adds (index_file.rs), the walk in
 //! Git's order (traverse.rs: the commits' in commit_order.rs, each object's walker.rs), one tree as it reads it (tree.rs),
 //! the tree entries it may pass unread (copied.rs, same_path.rs), the walk on every core
-//! (parallel.rs) and the sets it asks (id_set.rs).
+//! (parallel.rs), the sets it asks (id_set.rs) and the hashes of each object's path it records
+//! (path_names.rs).
 
 pub mod commit_order;
 pub mod copied;
@@ -15,6 +16,7 @@ pub mod objects;
 pub mod odb;
 pub mod pack_index;
 pub mod parallel;
+pub mod path_names;
 pub mod same_path;
 pub mod traverse;
 pub mod tree;

@@ -249,7 +249,7 @@ fn join(
         for &id in &order[commits_shown.min(upto)..upto] {
             out.ids.push(id);
             out.numbers.push(NO_NUMBER);
-            out.name_hashes.push(0);
+            out.names.push_none();
         }
         commits_shown = commits_shown.max(upto);
     };
@@ -275,7 +275,7 @@ fn join(
                 if seen.insert(n) {
                     out.ids.push(run.shown.ids[j]);
                     out.numbers.push(n);
-                    out.name_hashes.push(run.shown.name_hashes[j]);
+                    out.names.push_from(&run.shown.names, j);
                 }
             }
             from = end;

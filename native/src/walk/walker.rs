@@ -17,9 +17,9 @@ use crate::walk::id_set::{IdSet, Marks};
 use crate::walk::numbers::{GITLINK, MISSING};
 use crate::walk::objects::{parse_tag, MODE_DIR, MODE_GITLINK};
 use crate::walk::odb::ObjectDb;
+use crate::walk::path_names::PathNames;
 use crate::walk::same_path::{child_path, PathKey, PathTrees, PATH_TREES_BUDGET, ROOT_PATH};
 use crate::walk::tree::{read_tree, TreeCursor};
-use crate::write::revlist::name_hash;
 
 /// A root that is not (necessarily) a commit: a ref's object, or an index entry with its path.
 pub struct Root {
@@ -49,7 +49,8 @@ pub struct WalkOptions {
 #[derive(Default)]
 pub struct Walked {
     pub ids: Vec<ObjectId>,
-    pub name_hashes: Vec<u32>,
+    /// The hashes of the path each object was found at (path_names.rs).
+    pub names: PathNames,
     /// Each shown object's number (ObjectDb::number), NO_NUMBER for a commit.
     pub numbers: Vec<u32>,
     pub missing: Vec<ObjectId>,
@@ -151,13 +152,9 @@ impl<'a> Walker<'a> {
 
     /// Show `id` (numbered `number`, or NO_NUMBER for a commit) found at `name`.
     pub fn show(&mut self, id: ObjectId, number: u32, name: Option<&[u8]>) {
-        // rev-list prints a name up to its first newline, and the hash is of what it printed.
-        let hash = name.map_or(0, |n| {
-            name_hash(n.split(|&c| c == b'\n').next().unwrap_or(n))
-        });
         self.out.ids.push(id);
         self.out.numbers.push(number);
-        self.out.name_hashes.push(hash);
+        self.out.names.push(name);
     }
 
     fn lost(&mut self, id: ObjectId, what: &str) -> Result<()> {

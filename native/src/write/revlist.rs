@@ -1,34 +1,20 @@
 //! Parsing `git rev-list --objects` output into arrays: object ids in discovery order and the
-//! name hash of the path each tree and blob was found at (Git's pack_name_hash, which sorts
-//! objects for delta search). Fed in chunks, so the output is never held whole.
+//! hashes of the path each tree and blob was found at (walk/path_names.rs). Fed in chunks, so the output is never held whole.
 
 use crate::error::{PackError, Result};
 use crate::pack::object_id::{HashAlgo, ObjectId};
+use crate::walk::path_names::PathNames;
 
 pub struct RevListParser {
     /// The hash of the ids listed.
     pub algo: HashAlgo,
     pending: Vec<u8>,
     pub oids: Vec<ObjectId>,
-    pub name_hashes: Vec<u32>,
-    /// Whether a path was given (commits and tag objects have none).
-    pub has_name: Vec<bool>,
+    /// The hashes of each object's path (none for commits and tag objects).
+    pub names: PathNames,
     /// Ids rev-list reported missing (`?<id>` with --missing=print).
     pub missing: Vec<ObjectId>,
     line: u64,
-}
-
-/// Git's pack_name_hash: a sortable number from the last sixteen non-whitespace characters,
-/// so that paths with the same ending (`.c`, the same file name) sort together.
-pub fn name_hash(name: &[u8]) -> u32 {
-    let mut hash: u32 = 0;
-    for &c in name {
-        if c.is_ascii_whitespace() {
-            continue;
-        }
-        hash = (hash >> 2).wrapping_add(u32::from(c) << 24);
-    }
-    hash
 }
 
 fn parse_hex(algo: HashAlgo, hex: &[u8], line: u64) -> Result<ObjectId> {
@@ -42,8 +28,7 @@ impl RevListParser {
             algo,
             pending: Vec::new(),
             oids: Vec::new(),
-            name_hashes: Vec::new(),
-            has_name: Vec::new(),
+            names: PathNames::default(),
             missing: Vec::new(),
             line: 0,
         }
@@ -64,8 +49,7 @@ impl RevListParser {
             None => (line, None),
         };
         self.oids.push(parse_hex(self.algo, hex, self.line)?);
-        self.name_hashes.push(name.map(name_hash).unwrap_or(0));
-        self.has_name.push(name.is_some());
+        self.names.push(name);
         Ok(())
     }
 
@@ -123,6 +107,7 @@ impl RevListParser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::walk::path_names::{name_hash, path_hash};
 
     #[test]
     fn parses_lines_split_across_chunks() {
@@ -135,8 +120,9 @@ mod tests {
         }
         p.finish().unwrap();
         assert_eq!(p.oids.len(), 2);
-        assert_eq!(p.has_name, vec![false, true]);
-        assert_eq!(p.name_hashes[1], name_hash(b"src/main.c"));
+        assert_eq!(p.names.paths[0], 0);
+        assert_eq!(p.names.v1[1], name_hash(b"src/main.c"));
+        assert_eq!(p.names.paths[1], path_hash(b"src/main.c"));
         assert_eq!(p.missing, vec![ObjectId::of(HashAlgo::Sha1, &[0xff; 20])]);
     }
 
