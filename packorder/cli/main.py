@@ -184,7 +184,16 @@ def gc_cmd(
 
 @main.command("sample", context_settings=CONTEXT)
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--commits", type=int, default=None, metavar="N", help="Commits to generate (default 6000).")
+@click.option(
+    "--shape",
+    type=click.Choice(["history", "monorepo"]),
+    default="history",
+    show_default=True,
+    help="history: branches, tags, renames; monorepo: thousands of packages' package.json and changelogs.",
+)
+@click.option(
+    "--commits", type=int, default=None, metavar="N", help="Commits to generate (default 6000; monorepo: 401)."
+)
 @click.option("--seed", type=int, default=1, show_default=True, help="Another seed, another history.")
 @quiet_option
 @verbose_option
@@ -194,6 +203,7 @@ def gc_cmd(
 def sample_cmd(
     ctx: click.Context,
     directory: Path,
+    shape: str,
     commits: int | None,
     seed: int,
     quiet: bool,
@@ -201,13 +211,22 @@ def sample_cmd(
     as_json: bool,
 ) -> None:
     """Create a bare repository in DIRECTORY to try packorder on: thousands of generated
-    commits, branches, release tags and renames in a pack of about 34 MB. The same seed
-    gives the same repository on every machine."""
+    commits, branches, release tags and renames in a pack of about 34 MB; or, with --shape
+    monorepo, 2,000 packages' package.json and changelogs changed by releases, where Git's
+    version-1 name hash fails the delta search (--path-walk does not). The same seed gives
+    the same repository on every machine."""
+    from packorder.experiments.monorepo_sample import DEFAULT_RELEASES, monorepo
     from packorder.experiments.sample_repository import DEFAULT_COMMITS, sample
 
     show = progress_of(ctx, quiet, verbose)
     with progress_mod.closing_line(show):
-        result = sample(directory, commits=DEFAULT_COMMITS if commits is None else commits, seed=seed, progress=show)
+        if shape == "monorepo":
+            releases = DEFAULT_RELEASES if commits is None else commits - 1
+            result = monorepo(directory, releases=releases, seed=seed, progress=show)
+        else:
+            result = sample(
+                directory, commits=DEFAULT_COMMITS if commits is None else commits, seed=seed, progress=show
+            )
     if as_json:
         print_json(result)
     elif not quiet:

@@ -90,6 +90,16 @@ def _not_applied(option: str, why: str) -> None:
 )
 @click.option("--ref-delta", is_flag=True, help="Write REF_DELTA entries instead of OFS_DELTA.")
 @click.option(
+    "--path-walk/--no-path-walk",
+    default=None,
+    help="Search new deltas among each path's versions first, as Git's --path-walk (default: pack.usePathWalk).",
+)
+@click.option(
+    "--name-hash-version",
+    type=click.IntRange(1, 2),
+    help="Git's name hash that sorts the delta search: 1 (the default) or 2 (the directories count too).",
+)
+@click.option(
     "--repick-backward-deltas",
     is_flag=True,
     help="Search new bases for stored tree deltas whose base is an older tree (instead of writing that base early).",
@@ -157,6 +167,10 @@ def repack_cmd(ctx: click.Context, repo: Path | None, **opts: Any) -> None:
     if opts["geometric"]:
         if opts["all_into_one"] or opts["loosen"]:
             raise click.UsageError("options '--geometric' and '-A/-a' cannot be used together", ctx)
+        if opts["path_walk"] or opts["name_hash_version"] is not None:
+            raise click.UsageError(
+                "options '--geometric' and '--path-walk/--name-hash-version' cannot be used together", ctx
+            )
         if opts["output_dir"] is not None:
             raise click.UsageError("-o DIR writes a whole repository's packs: it does not go with --geometric", ctx)
         result = _geometric(repo, opts, midx, show)
@@ -238,6 +252,8 @@ def _full(ctx: click.Context, repo: Path | None, opts: dict[str, Any], midx: str
             repo,
             ref_delta=opts["ref_delta"],
             repick_backward_deltas=opts["repick_backward_deltas"],
+            path_walk=opts["path_walk"],
+            name_hash_version=opts["name_hash_version"],
             cruft_expiration=opts["cruft_expiration"],
             max_cruft_size=cruft_size,
             combine_cruft_below_size=combine_below,

@@ -16,7 +16,7 @@ import random
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -266,6 +266,19 @@ def sample(
     beside `path` and renamed into place, so a failure leaves nothing."""
     if commits < 2:
         raise UsageError("{commits} must be at least 2", params=("commits",))
+    return import_stream(path, lambda work: _stream(commits, seed, work, progress), commits, progress)
+
+
+def import_stream(
+    path: str | os.PathLike[str],
+    make_stream: Callable[[Path], Iterator[bytes]],
+    commits: int,
+    progress: ProgressCallback | None = None,
+) -> SampleResult:
+    """A bare repository at `path` (which must not exist, or be an empty directory) holding
+    what the fast-import stream `make_stream(work)` makes (`work`: the repository being
+    built, for the stream's own spool files), packed into one pack by Git. Built beside
+    `path` and renamed into place, so a failure leaves nothing."""
     target = Path(path)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         # As `git clone` refuses its destination.
@@ -276,7 +289,7 @@ def sample(
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.sample-", dir=parent))
     try:
         gitcmd.run(["init", "-q", "--bare", "--initial-branch=main", str(work)])
-        _import(work, _stream(commits, seed, work, progress))
+        _import(work, make_stream(work))
         tags = len(gitcmd.run(["tag"], work).stdout.split())
         branches = len(gitcmd.run(["branch"], work).stdout.splitlines())
         # fast-import writes objects as they come; Git's repack puts them in its order.

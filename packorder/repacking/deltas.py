@@ -146,16 +146,20 @@ def object_sizes(repo: Repository, table: ObjectTable, rows: np.ndarray) -> np.n
     return sizes
 
 
-def search_order(table: ObjectTable, sizes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """`rows` in the order Git's pack-objects searches them: type, path-name hash and size,
-    each descending, then discovery order. Versions of one file come together, largest
-    first, so each can be a delta against a larger one (removing data is cheaper than adding)."""
+def search_order(
+    table: ObjectTable, sizes: np.ndarray, rows: np.ndarray, name_hashes: np.ndarray | None = None
+) -> np.ndarray:
+    """`rows` in the order Git's pack-objects searches them: type, path-name hash
+    (`name_hashes`, else the table's version-1 hashes) and size, each descending, then
+    discovery order. Versions of one file come together, largest first, so each can be a
+    delta against a larger one (removing data is cheaper than adding)."""
+    hashes = table.name_hash if name_hashes is None else name_hashes
     return rows[
         np.lexsort(
             (
                 rows,
                 -sizes[rows].astype(np.int64),
-                -table.name_hash[rows].astype(np.int64),
+                -hashes[rows].astype(np.int64),
                 -table.kinds[rows].astype(np.int64),
             )
         )
@@ -214,6 +218,8 @@ def search(
     cache_budget: int = DEFAULT_DELTA_BASE_CACHE_LIMIT,
     object_limit: int = 1 << 62,
     repick_backward: bool = False,
+    by_path: bool = False,
+    name_hash_version: int = 1,
     progress: ProgressCallback | None = None,
 ) -> SearchResult:
     """New deltas as `git pack-objects` finds them.
@@ -230,6 +236,11 @@ def search(
     (an older tree: packs made by hosting services hold many) is not reused but searched
     anew, against trees discovered no later than itself. Orders write trees in discovery
     order, so such a delta would otherwise pull its base forward, among newer trees.
+
+    With `by_path` (Git's `--path-walk`), each path's versions are searched first among
+    themselves, a window a path (`path_order`), and the search above takes only what found
+    no delta there; `name_hash_version` 2 sorts that search by Git's version-2 name hash.
+    Both need the paths a walk recorded (the table of a whole repack has them).
     """
     dropped: tuple[np.ndarray, np.ndarray] | None = None
     if reuse_deltas:
@@ -256,6 +267,8 @@ def search(
         object_limit,
         dropped is not None,
         progress,
+        by_path,
+        table.name_hash_v2 if name_hash_version == 2 else None,
     )
     if dropped is not None:
         _restore_unmatched(result.choice, *dropped, depth)
@@ -318,8 +331,12 @@ def _search_from(
     object_limit: int,
     repick_backward: bool,
     progress: ProgressCallback | None,
+    by_path: bool = False,
+    name_hashes: np.ndarray | None = None,
 ) -> SearchResult:
-    """The window search of `search`, from a choice of reused deltas."""
+    """The window search of `search`, from a choice of reused deltas: with `by_path`, first
+    among each path's own versions, then, for what found no delta there, the usual search
+    sorted by `name_hashes` (the table's version-1 hashes by default)."""
     empty = SearchResult(choice, {}, 0, 0, {})
     if window <= 1 or depth <= 0 or table.count == 0:
         return empty
@@ -334,46 +351,113 @@ def _search_from(
     sizes = np.zeros(table.count, dtype=np.uint64)
     sizes[unreused] = object_sizes(repo, table, unreused)
     wanted = (choice.base < 0) & (sizes >= MIN_DELTA_SIZE) & (sizes <= big_file_threshold)
-    rows = search_order(table, sizes, np.flatnonzero(wanted))
-    if len(rows) < 2:
-        return empty
-    allowance = depth - reused_heights(choice.base)[rows] if reuse_deltas else np.full(len(rows), depth)
-    source = table.source[rows]
-    used = sorted({int(s) for s in np.unique(source) if s != LOOSE})
-    remap = np.full(max(used, default=0) + 2, -1, dtype=np.int32)
-    remap[used] = np.arange(len(used), dtype=np.int32)
-    sources = np.where(source == LOOSE, -1, remap[np.maximum(source, 0)]).astype(np.int32)
-    loose_rows = np.flatnonzero(source == LOOSE)
-    positions = table.pos[rows].astype(np.uint64)
-    positions[loose_rows] = np.arange(len(loose_rows), dtype=np.uint64)
-    loose = [str(repo.loose.paths[int(table.pos[rows[r]])]) for r in loose_rows]
-    same_pack = reuse_deltas & (source != LOOSE) & ~choice.stored_delta[rows]
-    bounds = chunk_bounds(table.kinds[rows], table.name_hash[rows], sizes[rows], threads, window)
-    # A tree's base must be discovered no later than it (table order is discovery order).
-    ranks = np.where(table.kinds[rows] == OBJ_TREE, rows, 0).astype(np.uint32).tobytes() if repick_backward else None
-    native = _native.DeltaSearch(
-        _pack_args(repo, used),
-        loose,
-        table.kinds[rows].astype(np.uint8).tobytes(),
-        sizes[rows].astype(np.uint64).tobytes(),
-        sources.tobytes(),
-        positions.tobytes(),
-        np.clip(allowance, 0, None).astype(np.uint32).tobytes(),
-        same_pack.astype(np.uint8).tobytes(),
-        bounds.tobytes(),
-        window,
-        threads,
-        max(cache_budget // max(threads, 1), 1 << 20),
-        object_limit,
-        ranks,
-    )
+    hashes = table.name_hash if name_hashes is None else name_hashes
+    run = _SearchRun(repo, table, choice, sizes, window, depth, threads, reuse_deltas, cache_budget, object_limit)
+    deltas: dict[int, bytes] = {}
+    candidates, chunks, stats = 0, 0, {}
+    if by_path and table.path_hash is not None:
+        rows, bounds = path_order(table, sizes, np.flatnonzero(wanted))
+        if len(rows) >= 2:
+            got = run.search(rows, bounds, None, "Compressing objects by path", progress)
+            deltas.update(got.deltas)
+            candidates, chunks, stats = got.candidates, got.chunks, dict(got.stats)
+            wanted &= choice.base < 0
+    rows = search_order(table, sizes, np.flatnonzero(wanted), hashes)
+    if len(rows) >= 2:
+        bounds = chunk_bounds(table.kinds[rows], hashes[rows], sizes[rows], threads, window)
+        # A tree's base must be discovered no later than it (table order is discovery order).
+        ranks = np.where(table.kinds[rows] == OBJ_TREE, rows, 0).astype(np.uint32) if repick_backward else None
+        got = run.search(rows, bounds, ranks, "Compressing objects", progress)
+        deltas.update(got.deltas)
+        candidates += got.candidates
+        chunks += got.chunks
+        for key, value in got.stats.items():
+            stats[key] = stats.get(key, 0) + value
+    return SearchResult(choice, deltas, candidates, chunks, stats)
 
-    bases_b, delta_list, stats = run_job(native, title="Compressing objects", count=len(rows), progress=progress)
-    found = np.frombuffer(bases_b, dtype=np.int64)
-    got = np.flatnonzero(found >= 0)
-    targets = rows[got]
-    choice.base[targets] = rows[found[got]]
-    assert choice.new is not None
-    choice.new[targets] = True
-    deltas = {int(t): d for t, d in zip(targets, delta_list, strict=True)}
-    return SearchResult(choice, deltas, len(rows), len(bounds) - 1, stats)
+
+def path_order(table: ObjectTable, sizes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates of the search by path, and the bounds of each one's window: the trees
+    and blobs found at a path that has another version of their type, each path's versions
+    together, as the search sorts them (largest first, then in discovery order, newest
+    first): one window a path and type, as Git's `--path-walk` searches each path apart."""
+    assert table.path_hash is not None
+    rows = rows[table.path_hash[rows] != 0]
+    rows = rows[np.lexsort((rows, -sizes[rows].astype(np.int64), table.kinds[rows], table.path_hash[rows]))]
+    path, kind = table.path_hash[rows], table.kinds[rows]
+    group = np.cumsum(np.concatenate([[True], (path[1:] != path[:-1]) | (kind[1:] != kind[:-1])])) - 1
+    counts = np.bincount(group) if len(rows) else np.zeros(0, dtype=np.int64)
+    rows = rows[counts[group] > 1] if len(rows) else rows
+    bounds = np.concatenate([[0], np.cumsum(counts[counts > 1])]).astype(np.int64)
+    return rows, bounds
+
+
+class _SearchRun:
+    """One native window search over rows in a given order, split at given bounds (each
+    part a window of its own, searched by the threads in turn)."""
+
+    def __init__(
+        self,
+        repo: Repository,
+        table: ObjectTable,
+        choice: DeltaChoice,
+        sizes: np.ndarray,
+        window: int,
+        depth: int,
+        threads: int,
+        reuse_deltas: bool,
+        cache_budget: int,
+        object_limit: int,
+    ) -> None:
+        self.repo, self.table, self.choice, self.sizes = repo, table, choice, sizes
+        self.window, self.depth, self.threads, self.reuse_deltas = window, depth, threads, reuse_deltas
+        self.cache_budget, self.object_limit = cache_budget, object_limit
+
+    def search(
+        self,
+        rows: np.ndarray,
+        bounds: np.ndarray,
+        ranks: np.ndarray | None,
+        title: str,
+        progress: ProgressCallback | None,
+    ) -> SearchResult:
+        """Search `rows`; the deltas found are set in the choice (flagged new)."""
+        repo, table, choice = self.repo, self.table, self.choice
+        # The chains already below an object (reused, or found by an earlier search) count
+        # against its depth.
+        allowance = self.depth - reused_heights(choice.base)[rows]
+        source = table.source[rows]
+        used = sorted({int(s) for s in np.unique(source) if s != LOOSE})
+        remap = np.full(max(used, default=0) + 2, -1, dtype=np.int32)
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        sources = np.where(source == LOOSE, -1, remap[np.maximum(source, 0)]).astype(np.int32)
+        loose_rows = np.flatnonzero(source == LOOSE)
+        positions = table.pos[rows].astype(np.uint64)
+        positions[loose_rows] = np.arange(len(loose_rows), dtype=np.uint64)
+        loose = [str(repo.loose.paths[int(table.pos[rows[r]])]) for r in loose_rows]
+        same_pack = self.reuse_deltas & (source != LOOSE) & ~choice.stored_delta[rows]
+        native = _native.DeltaSearch(
+            _pack_args(repo, used),
+            loose,
+            table.kinds[rows].astype(np.uint8).tobytes(),
+            self.sizes[rows].astype(np.uint64).tobytes(),
+            sources.tobytes(),
+            positions.tobytes(),
+            np.clip(allowance, 0, None).astype(np.uint32).tobytes(),
+            same_pack.astype(np.uint8).tobytes(),
+            bounds.tobytes(),
+            self.window,
+            self.threads,
+            max(self.cache_budget // max(self.threads, 1), 1 << 20),
+            self.object_limit,
+            None if ranks is None else ranks.tobytes(),
+        )
+        bases_b, delta_list, stats = run_job(native, title=title, count=len(rows), progress=progress)
+        found = np.frombuffer(bases_b, dtype=np.int64)
+        got = np.flatnonzero(found >= 0)
+        targets = rows[got]
+        choice.base[targets] = rows[found[got]]
+        assert choice.new is not None
+        choice.new[targets] = True
+        deltas = {int(t): d for t, d in zip(targets, delta_list, strict=True)}
+        return SearchResult(choice, deltas, len(rows), len(bounds) - 1, stats)

@@ -419,9 +419,13 @@ def _pre_auto_gc_hook_allows(git_dir: Path) -> bool:
     from packorder gc: it is how Git starts this very run."""
     where = gitcmd.run(["rev-parse", "--git-path", "hooks/pre-auto-gc"], git_dir=git_dir, check=False)
     hook = Path(where.stdout.decode().strip())
-    with contextlib.suppress(OSError):
+    try:
         text = (hook if hook.is_absolute() else git_dir / hook).read_bytes()
-        if b"packorder" in text and b"gc --auto" in text:
-            return True
+    except FileNotFoundError:
+        return True  # no hook: `git hook run --ignore-missing` would succeed (a process saved)
+    except OSError:
+        text = b""
+    if b"packorder" in text and b"gc --auto" in text:
+        return True
     proc = gitcmd.run(["hook", "run", "--ignore-missing", "pre-auto-gc"], git_dir=git_dir, check=False)
     return proc.returncode == 0

@@ -4,7 +4,7 @@ repository's configuration into the settings the repack runs with (`RepackOption
 Every default comes from a config key where there is one: packorder's own keys first
 (`packorder.order`, `packorder.verify`, `packorder.window`, `packorder.depth`,
 `packorder.threads`), then Git's (`pack.window`, `pack.depth`, `pack.threads`,
-`pack.compression`, `pack.writeReverseIndex`, `repack.writeBitmaps`,
+`pack.compression`, `pack.usePathWalk`, `pack.writeReverseIndex`, `repack.writeBitmaps`,
 `repack.useDeltaBaseOffset`, `repack.updateServerInfo`), so that `packorder repack` and
 `packorder gc` run unattended with the settings a repository's owner chose.
 """
@@ -21,6 +21,7 @@ from packorder.repacking.repo import Repository
 from packorder.settings import DEFAULT_VERIFY, VERIFY_MODES, compression_level, thread_count
 
 GIT_DEPTH_LIMIT = 4095
+NAME_HASH_VERSIONS = (1, 2)  # Git's --name-hash-version
 
 
 @dataclass
@@ -41,6 +42,8 @@ class RepackRequest:
     combine_cruft_below_size: int | None = None  # only cruft packs smaller than this are rewritten
     local: bool = True
     update_server_info: bool | None = None
+    path_walk: bool | None = None  # None: pack.usePathWalk
+    name_hash_version: int | None = None  # None: 1
 
 
 @dataclass
@@ -61,6 +64,8 @@ class RepackOptions:
     update_server_info: bool
     repick_backward: bool = False
     combine_cruft_below_size: int | None = None
+    path_walk: bool = False
+    name_hash_version: int = 1
 
     def describe(self) -> dict[str, object]:
         """The settings as `--dry-run --json` reports them."""
@@ -101,6 +106,10 @@ def read_options(repo: Repository, request: RepackRequest) -> RepackOptions:
     for name in ("max_cruft_size", "combine_cruft_below_size"):
         if (getattr(request, name) or 0) < 0:
             raise UsageError(f"{{{name}}} takes a size", params=(name,))
+    path_walk = cfg.get_bool("pack.usePathWalk", False) if request.path_walk is None else request.path_walk
+    name_hash_version = 1 if request.name_hash_version is None else request.name_hash_version
+    if name_hash_version not in NAME_HASH_VERSIONS:
+        raise UsageError("{name_hash_version} is 1 or 2", params=("name_hash_version",))
     update_server_info = request.update_server_info
     if update_server_info is None:
         update_server_info = cfg.get_bool("repack.updateServerInfo", True)
@@ -121,4 +130,6 @@ def read_options(repo: Repository, request: RepackRequest) -> RepackOptions:
         local=request.local,
         update_server_info=update_server_info,
         repick_backward=request.repick_backward,
+        path_walk=path_walk,
+        name_hash_version=name_hash_version,
     )

@@ -64,6 +64,8 @@ def search_deltas(
         cache_budget=delta_base_cache_limit(repo.config),
         object_limit=physical_memory(),
         repick_backward=opts.repick_backward,
+        by_path=opts.path_walk,
+        name_hash_version=opts.name_hash_version,
         progress=progress,
     )
 

@@ -59,6 +59,8 @@ def repack(
     write_bitmap: bool | None = None,
     verify: str | None = None,
     repick_backward_deltas: bool = False,
+    path_walk: bool | None = None,
+    name_hash_version: int | None = None,
     cruft_expiration: str | None = None,
     max_cruft_size: int | None = None,
     combine_cruft_below_size: int | None = None,
@@ -82,7 +84,10 @@ def repack(
     ordered pack preferred; a bitmap goes there). Without `delete` (Git's `repack -a`
     without -d), what the new packs replace stays. With `geometric` (N), only the packs that
     break a geometric progression of factor N roll up, into one pack in the same order, and
-    the ordered pack stays (geometric.py; `git repack --geometric=N`). Returns what was done; raises
+    the ordered pack stays (geometric.py; `git repack --geometric=N`). `path_walk` (Git's
+    `--path-walk`; default pack.usePathWalk) searches new deltas among each path's versions
+    first; `name_hash_version` 2 sorts the rest by Git's version-2 name hash. Returns what
+    was done; raises
     PackError subclasses with the repository untouched on any failure. `warn` is called with
     each warning as it happens (they are in the result too). `start` is a snapshot.take() of
     the repository (locked when repacking in place), for a caller that starts Git's walk
@@ -90,6 +95,8 @@ def repack(
     if geometric:
         if output_dir is not None or start is not None or ref_delta or repick_backward_deltas:
             raise UsageError("a geometric repack works in place and reuses the deltas it keeps as they are")
+        if path_walk or name_hash_version is not None:
+            raise UsageError("a geometric repack searches its roll-up's deltas by name hash: drop --path-walk")
         from packorder.repacking.geometric import repack_geometric
 
         return repack_geometric(
@@ -123,6 +130,8 @@ def repack(
         write_bitmap=write_bitmap,
         verify=verify,
         repick_backward=repick_backward_deltas,
+        path_walk=path_walk,
+        name_hash_version=name_hash_version,
         cruft_expiration=cruft_expiration,
         max_cruft_size=max_cruft_size,
         combine_cruft_below_size=combine_cruft_below_size,
