@@ -25,20 +25,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-
-def timed(args: list[str]) -> tuple[float, int]:
-    """(wall seconds, peak RSS bytes) of one run of `args`."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - started
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(args)} failed: {err.strip()}")
-    return elapsed, usage.ru_maxrss * 1024
+from bench_geometric import timed  # this folder's: (wall seconds, peak RSS) of a command
 
 
 def pack_size(git_dir: Path) -> int:
@@ -60,18 +49,10 @@ def commands(args: argparse.Namespace, copy: Path) -> dict[str, list[str]]:
 
 
 def cold_reads(git_dir: Path, git: str, log_path: str, blame: str) -> dict[str, int]:
-    from packorder.seek.analyze import entry_ranges
-    from packorder.seek.api import measure
-    from packorder.seek.coldreads import disk_reads
-    from packorder.seek.expand import expand
+    from packorder.seek.api import cold_reads as reads_of
 
-    out = {}
-    for workload, path in (("log", None), ("log-path", log_path), ("blame", blame), ("pack-recent", None)):
-        measured = measure(git_dir, workload, path=path, git=git)
-        read = expand(measured.trace, measured.layouts, measured.result.cache_limit)
-        starts, ends = entry_ranges(read, measured.layouts)
-        out[workload] = disk_reads(read.pack_index, starts, ends)
-    return out
+    workloads = (("log", None), ("log-path", log_path), ("blame", blame), ("pack-recent", None))
+    return {workload: reads_of(git_dir, workload, path=path, git=git) for workload, path in workloads}
 
 
 def main() -> int:
@@ -119,9 +100,16 @@ def main() -> int:
     medians = {name: [statistics.median(x[k] for x in runs) for k in range(3)] for name, runs in results.items()}
     ref_time, _, ref_size = medians.get(reference, medians[names[0]])
     report: dict[str, dict] = {}
-    print(f"{'command':40s} {'time':>8s} {'x path-walk':>11s} {'pack bytes':>13s} {'x path-walk':>11s} {'peak RSS':>9s}")
+    print(
+        f"{'command':40s} {'time':>8s} {'x path-walk':>11s} {'pack bytes':>13s} {'x path-walk':>11s} {'peak RSS':>9s}"
+    )
     for name, (seconds, rss, size) in medians.items():
-        report[name] = {"seconds": [x[0] for x in results[name]], "median": seconds, "pack_bytes": size, "peak_rss": rss}
+        report[name] = {
+            "seconds": [x[0] for x in results[name]],
+            "median": seconds,
+            "pack_bytes": size,
+            "peak_rss": rss,
+        }
         print(
             f"{name:40s} {seconds:7.2f}s {seconds / ref_time:11.2f} {size:13,d} {size / ref_size:11.3f} "
             f"{rss / 2**20:7.0f}MiB"

@@ -184,3 +184,21 @@ def measure(
     result.warnings = _warnings(spec, git_dir, trace.packs, threshold, cold_seconds, warm_seconds)
     threads = config.get_int("pack.threads", 0) or git_threads()
     return Measurement(result, trace, layouts, threads)
+
+
+def cold_reads(
+    repo: str | os.PathLike[str],
+    workload: str,
+    *,
+    path: str | None = None,
+    git: str = "git",
+    readahead: int = 128 << 10,
+) -> int:
+    """The reads a cold run of `workload` on `repo`, as its packs are, would send to the
+    disk (coldreads.py's model, every read expanded by the delta chains it goes through)."""
+    from packorder.seek.coldreads import disk_reads
+
+    measured = measure(repo, workload, path=path, git=git)
+    read = expand(measured.trace, measured.layouts, measured.result.cache_limit)
+    starts, ends = analyze.entry_ranges(read, measured.layouts)
+    return disk_reads(read.pack_index, starts, ends, readahead)
