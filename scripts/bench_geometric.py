@@ -103,7 +103,16 @@ def main() -> int:
     copy = args.work / "copy.git"
     commands = {
         "git --geometric": [args.git, "-C", str(copy), "repack", "-q", "-d", "-l", "--geometric=2", "--write-midx"],
-        "packorder --geometric": [args.packorder, "repack", "-q", "-d", "-l", "--geometric=2", "--write-midx", str(copy)],
+        "packorder --geometric": [
+            args.packorder,
+            "repack",
+            "-q",
+            "-d",
+            "-l",
+            "--geometric=2",
+            "--write-midx",
+            str(copy),
+        ],
         "packorder (full)": [args.packorder, "repack", "-q", str(copy)],
     }
     results: dict[str, list[tuple[float, int]]] = {name: [] for name in commands}

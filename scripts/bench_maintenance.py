@@ -4,28 +4,31 @@ copies of one repository, the same pushes under each design, timed; at the end, 
 reads of log, log -- PATH, blame and a fetch of recent history, beside those of a fresh
 ordered repack of the same objects.
 
-Designs (`--designs`, in the order given):
+Designs (`--designs`, in the order given; `NAME@N` runs the design's own command every N
+rounds, as a schedule would, rather than after every push):
 - packorder: docs/maintenance.md's recipe (Git's repacking tasks off), `packorder gc --auto`
-  each round (with --every N, every N rounds, as a schedule runs it): geometric roll-ups in
-  packorder's order, an all-into-one ordered repack when the progression collapses or the
-  layout drifts;
+  each round: geometric roll-ups in packorder's order, an all-into-one ordered repack when
+  the progression collapses or the layout drifts;
 - git: Git's own default maintenance, `git maintenance run --auto` (geometric since 2.54;
   its all-into-one repack writes Git's order);
-- keep: Git's geometric maintenance with the ordered pack held by a .keep file, and
-  `packorder repack` (the .keep lifted, then put on the new ordered pack) once the objects
-  outside the ordered pack pass --keep-drift of all (the other design the issue names).
+- keep: Git's geometric maintenance each round with the ordered pack held by a .keep file,
+  and `packorder repack` (the .keep lifted, then put on the new ordered pack) once the
+  objects outside the ordered pack pass --keep-drift of all: the
+  design where Git rolls up and packorder owns only the all-into-one repack (its check is
+  made in this process, not by a command: it costs that design nothing here).
 
 Every copy starts from REPO repacked by packorder (`--start git` keeps Git's pack). The
 pushes come from one clone that made all the rounds' commits first (fixed dates and author,
 each commit changing --files files), so every design receives the same packs. Only the
 maintenance command of each round is timed; Git's runs with --git (the newest Git: its
 default maintenance is geometric), packorder with --packorder (its entry point, not a pyenv
-shim, whose bash start adds 60 ms).
+shim, whose bash start adds 60 ms). With --reuse-commits, the pushing clone and its rounds'
+tips of an earlier run in the same --work are taken as they are (making them takes minutes).
 
     scripts/bench_maintenance.py REPO --work DIR [--rounds 200] [--until-git-collapse]
         [--commits 20] [--files 5] [--designs packorder,git,keep] [--git PATH]
         [--packorder PATH] [--log-path src/libgit2] [--blame src/libgit2/repository.c]
-        [--keep-drift 0.33] [--every 1] [--config KEY=VALUE ...] [--json FILE]
+        [--keep-drift 0.33] [--config KEY=VALUE ...] [--reuse-commits] [--json FILE]
 
 Prints each design's total and median maintenance time, its all-into-one repacks and final
 pack count, and the cold reads (128 KiB read-around, `packorder.seek.coldreads`) of each
@@ -131,38 +134,43 @@ def recipe_text() -> str:
 
 
 def objects_outside(git_dir: Path) -> float:
-    from packorder.repacking import drift
+    """The share of objects (in packs that are not cruft, and loose) outside the largest pack,
+    the ordered pack's .keep notwithstanding."""
+    from packorder.format import idx as idx_format
+    from packorder.format.object_format import SHA1
+    from packorder.repacking.drift import loose_count
 
-    measured = drift.measure(git_dir, "recency", remember=False)
-    return measured.outside_share
+    pack_dir = git_dir / "objects" / "pack"
+    counts = [
+        idx_format.object_count(str(p.with_suffix(".idx")))
+        for p in pack_dir.glob("pack-*.pack")
+        if not p.with_suffix(".mtimes").exists()
+    ]
+    total = sum(counts) + loose_count(git_dir / "objects", SHA1)
+    return (total - max(counts, default=0)) / total if total else 0.0
 
 
 def cold_reads(git_dir: Path, log_path: str, blame: str) -> dict[str, int]:
-    from packorder.seek.analyze import entry_ranges
-    from packorder.seek.api import measure
-    from packorder.seek.coldreads import disk_reads
-    from packorder.seek.expand import expand
+    from packorder.seek.api import cold_reads as reads_of
 
-    out = {}
-    for workload, path in (("log", None), ("log-path", log_path), ("blame", blame), ("pack-recent", None)):
-        measured = measure(git_dir, workload, path=path, git=GIT)
-        read = expand(measured.trace, measured.layouts, measured.result.cache_limit)
-        starts, ends = entry_ranges(read, measured.layouts)
-        out[workload] = disk_reads(read.pack_index, starts, ends)
-    return out
+    workloads = (("log", None), ("log-path", log_path), ("blame", blame), ("pack-recent", None))
+    return {workload: reads_of(git_dir, workload, path=path, git=GIT) for workload, path in workloads}
 
 
 def maintain(design: str, server: Path, args: argparse.Namespace, round_number: int) -> float:
-    """One round's maintenance under `design`; its wall time."""
+    """One round's maintenance under `design` (NAME or NAME@EVERY); its wall time."""
+    design, _, every_text = design.partition("@")
+    every = int(every_text or 1)
+    scheduled = round_number % every == every - 1
     started = time.perf_counter()
     if design == "packorder":
-        if round_number % args.every == args.every - 1:
+        if scheduled:
             run([args.packorder, "gc", "--auto", "-q", str(server)])
     elif design == "git":
         git("-C", str(server), "maintenance", "run", "--auto", "--quiet", git_bin=args.git)
     elif design == "keep":
         git("-C", str(server), "maintenance", "run", "--auto", "--quiet", git_bin=args.git)
-        if objects_outside(server) > args.keep_drift:
+        if scheduled and objects_outside(server) > args.keep_drift:
             for keep in (server / "objects" / "pack").glob("*.keep"):
                 keep.unlink()
             run([args.packorder, "repack", "-q", "-d", "--write-midx", str(server)])
@@ -171,6 +179,7 @@ def maintain(design: str, server: Path, args: argparse.Namespace, round_number: 
 
 
 def setup(design: str, start: Path, dest: Path, args: argparse.Namespace) -> None:
+    design = design.partition("@")[0]
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(start, dest, symlinks=True)
@@ -202,7 +211,7 @@ def main() -> int:
     parser.add_argument("--log-path", default="src")
     parser.add_argument("--blame", default=None)
     parser.add_argument("--keep-drift", type=float, default=0.33)
-    parser.add_argument("--every", type=int, default=1, help="run packorder gc --auto every N rounds (a schedule)")
+    parser.add_argument("--reuse-commits", action="store_true", help="take the last run's pushing clone as it is")
     parser.add_argument(
         "--config", action="append", default=[], metavar="KEY=VALUE", help="set in the packorder design's copy"
     )
@@ -212,16 +221,22 @@ def main() -> int:
     designs = [d for d in args.designs.split(",") if d]
     args.work.mkdir(parents=True, exist_ok=True)
     start = args.work / "start.git"
+    tips_file = args.work / "tips.json"
     if start.exists():
         shutil.rmtree(start)
     git("clone", "-q", "--bare", "--no-local", str(args.repo), str(start))
     if args.start == "packorder":
         run([args.packorder, "repack", "-q", str(start)])
-    print(f"making {args.rounds} rounds of {args.commits} commits ...", file=sys.stderr)
-    tips = make_commits(start, args.work / "pusher", args.rounds, args.commits, args.files)
+    made = json.loads(tips_file.read_text()) if args.reuse_commits and tips_file.exists() else None
+    if made and made["commits"] == args.commits and made["files"] == args.files and len(made["tips"]) >= args.rounds:
+        tips = made["tips"]
+    else:
+        print(f"making {args.rounds} rounds of {args.commits} commits ...", file=sys.stderr)
+        tips = make_commits(start, args.work / "pusher", args.rounds, args.commits, args.files)
+        tips_file.write_text(json.dumps({"commits": args.commits, "files": args.files, "tips": tips}))
     branch = git("symbolic-ref", "--short", "HEAD", cwd=args.work / "pusher").strip()
     report: dict[str, dict] = {}
-    servers = {d: args.work / f"{d}.git" for d in designs}
+    servers = {d: args.work / f"{d.replace('@', '-every-')}.git" for d in designs}
     state = {d: {"seconds": [], "all_into_one": 0, "packs": [], "ordered": None} for d in designs}
     for design, server in servers.items():
         setup(design, start, server, args)
@@ -249,7 +264,7 @@ def main() -> int:
         report[design] = {k: v for k, v in state[design].items() if k != "ordered"}
     fresh = args.work / "fresh.git"
     first = designs[0]
-    setup("fresh", args.work / f"{first}.git", fresh, args)
+    setup("fresh", servers[first], fresh, args)
     for keep in (fresh / "objects" / "pack").glob("*.keep"):
         keep.unlink()
     run([args.packorder, "repack", "-q", str(fresh)])
@@ -259,7 +274,7 @@ def main() -> int:
         print("cold reads (128 KiB read-around), over a fresh ordered repack's:")
         print(f"  fresh: {reference}")
         for design in designs:
-            reads = cold_reads(args.work / f"{design}.git", args.log_path, blame)
+            reads = cold_reads(servers[design], args.log_path, blame)
             report[design]["cold_reads"] = reads
             ratios = ", ".join(f"{w} {reads[w]} ({reads[w] / reference[w]:.3f})" for w in reads)
             print(f"  {design}: {ratios}")

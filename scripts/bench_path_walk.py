@@ -98,6 +98,7 @@ def main() -> int:
                 copy.rename(kept[name])
     reference = "git -adf --path-walk"
     medians = {name: [statistics.median(x[k] for x in runs) for k in range(3)] for name, runs in results.items()}
+    medians = {name: [seconds, int(rss), int(size)] for name, (seconds, rss, size) in medians.items()}
     ref_time, _, ref_size = medians.get(reference, medians[names[0]])
     report: dict[str, dict] = {}
     print(
