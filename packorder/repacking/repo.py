@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -172,23 +172,10 @@ class ObjectTable:
         return len(self.kinds)
 
     def subset(self, rows: np.ndarray) -> ObjectTable:
-        """The table cut to `rows` (indexes or a mask), in their order."""
-        return ObjectTable(
-            self.oids[rows],
-            self.kinds[rows],
-            self.name_hash[rows],
-            self.reachable[rows],
-            self.tagged[rows],
-            self.source[rows],
-            self.pos[rows],
-            self.promisor[rows],
-            self.missing,
-            self.in_keep_packs,
-            self.in_alternates,
-            self.graph,
-            None if self.name_hash_v2 is None else self.name_hash_v2[rows],
-            None if self.path_hash is None else self.path_hash[rows],
-        )
+        """The table cut to `rows` (indexes or a mask), in their order: every array an object
+        cut, the rest (counts, the graph, what a walk did not give) as it is."""
+        arrays = {f.name: getattr(self, f.name) for f in fields(self)}
+        return replace(self, **{name: a[rows] for name, a in arrays.items() if isinstance(a, np.ndarray)})
 
 
 def id_rows(ids: bytes, fmt: ObjectFormat) -> np.ndarray:
