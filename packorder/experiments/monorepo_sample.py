@@ -30,6 +30,11 @@ DEFAULT_RELEASES = 400
 BUMPS = (4, 40)  # packages a release bumps, at least and at most
 
 
+def _published(name: str) -> str:
+    """A package's name as published: `react/button0-react` is `@sample/button0-react`."""
+    return f"@sample/{name.split('/')[1]}"
+
+
 class _Monorepo:
     def __init__(self, packages: int, seed: int) -> None:
         self.rng = random.Random(seed)
@@ -53,22 +58,22 @@ class _Monorepo:
 
     def package_json(self, name: str) -> bytes:
         doc = {
-            "name": f"@sample/{name.split('/')[1]}",
+            "name": _published(name),
             "version": self.version(name),
             "description": f"The {name} package of the sample monorepo.",
             "main": "lib/index.js",
             "scripts": {"build": "tsc", "test": "jest", "lint": "eslint src"},
-            "dependencies": {f"@sample/{d.split('/')[1]}": f"^{self.version(d)}" for d in self.deps[name]},
+            "dependencies": {_published(d): f"^{self.version(d)}" for d in self.deps[name]},
             "license": "MIT",
         }
         return (json.dumps(doc, indent=2) + "\n").encode()
 
     def changelog_json(self, name: str) -> bytes:
-        doc = {"name": f"@sample/{name.split('/')[1]}", "entries": list(reversed(self.changes[name]))}
+        doc = {"name": _published(name), "entries": list(reversed(self.changes[name]))}
         return (json.dumps(doc, indent=2) + "\n").encode()
 
     def changelog_md(self, name: str) -> bytes:
-        lines = [f"# Change Log - @sample/{name.split('/')[1]}\n"]
+        lines = [f"# Change Log - {_published(name)}\n"]
         for entry in reversed(self.changes[name]):
             lines.append(f"\n## {entry['version']}\n\n{entry['date']}\n\n- {entry['comment']}\n")
         return "".join(lines).encode()

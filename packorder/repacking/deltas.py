@@ -361,14 +361,12 @@ def _search_from(
     wanted = (choice.base < 0) & (sizes >= MIN_DELTA_SIZE) & (sizes <= big_file_threshold)
     hashes = table.name_hash if name_hashes is None else name_hashes
     run = _SearchRun(repo, table, choice, sizes, window, depth, threads, reuse_deltas, cache_budget, object_limit)
-    deltas: dict[int, bytes] = {}
-    candidates, chunks, stats = 0, 0, {}
-    if by_path and table.path_hash is not None:
+    searches: list[SearchResult] = []
+    path_pass = by_path and table.path_hash is not None
+    if path_pass:
         rows, bounds = path_order(table, sizes, np.flatnonzero(wanted))
         if len(rows) >= 2:
-            got = run.search(rows, bounds, None, "Compressing objects by path", progress)
-            deltas.update(got.deltas)
-            candidates, chunks, stats = got.candidates, got.chunks, dict(got.stats)
+            searches.append(run.search(rows, bounds, None, "Compressing objects by path", progress))
             wanted &= choice.base < 0
     rows = search_order(table, sizes, np.flatnonzero(wanted), hashes)
     if len(rows) >= 2:
@@ -376,17 +374,17 @@ def _search_from(
         # of its chains, searched against other paths': a chunk's first objects, with no
         # window behind them, are whole files (libgit2: 32 chunks wrote 1.5 MB more deltas
         # than 2). It is a small part of the work: one chunk a thread.
-        per_thread = 1 if by_path and table.path_hash is not None else CHUNKS_PER_THREAD
+        per_thread = 1 if path_pass else CHUNKS_PER_THREAD
         bounds = chunk_bounds(table.kinds[rows], hashes[rows], sizes[rows], threads, window, per_thread)
         # A tree's base must be discovered no later than it (table order is discovery order).
         ranks = np.where(table.kinds[rows] == OBJ_TREE, rows, 0).astype(np.uint32) if repick_backward else None
-        got = run.search(rows, bounds, ranks, "Compressing objects", progress)
-        deltas.update(got.deltas)
-        candidates += got.candidates
-        chunks += got.chunks
+        searches.append(run.search(rows, bounds, ranks, "Compressing objects", progress))
+    stats: dict[str, int] = {}
+    for got in searches:
         for key, value in got.stats.items():
             stats[key] = stats.get(key, 0) + value
-    return SearchResult(choice, deltas, candidates, chunks, stats)
+    deltas = {target: delta for got in searches for target, delta in got.deltas.items()}
+    return SearchResult(choice, deltas, sum(g.candidates for g in searches), sum(g.chunks for g in searches), stats)
 
 
 def path_order(table: ObjectTable, sizes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,6 @@
 //! Parsing `git rev-list --objects` output into arrays: object ids in discovery order and the
-//! hashes of the path each tree and blob was found at (walk/path_names.rs). Fed in chunks, so the output is never held whole.
+//! hashes of the path each tree and blob was found at (walk/path_names.rs). Fed in chunks, so
+//! the output is never held whole.
 
 use crate::error::{PackError, Result};
 use crate::pack::object_id::{HashAlgo, ObjectId};
