@@ -7,16 +7,28 @@ from __future__ import annotations
 
 import os
 import resource
+from typing import NamedTuple
 
 from packorder.gitcmd import Config, parse_bool
 
-# What each verification level of a repack proves (docs/repack.md has what each costs).
+
+class VerifyLevel(NamedTuple):
+    # A named tuple, not a dataclass: `dataclasses` loads `inspect`, 1.3 MiB of index-pack's peak.
+    function: str  # the function of repacking/writer.py that proves a new pack at this level
+    proves: str  # what it proves, for the help
+
+
+# Every verification level of a repack, one entry each (docs/repack.md has what each costs).
 VERIFY_MODES = {
-    "produced": "copies by their CRC and the plan, every entry packorder produced by its hash",
-    "full": "the whole pack re-indexed: every object inflated, resolved and hashed",
-    "crc": "headers, CRCs and the trailer only, as Git checks its own repack",
+    "produced": VerifyLevel(
+        "verify_produced", "copies by their CRC and the plan, every entry packorder produced by its hash"
+    ),
+    "full": VerifyLevel("verify_full", "the whole pack re-indexed: every object inflated, resolved and hashed"),
+    "crc": VerifyLevel("verify_crc", "headers, CRCs and the trailer only, as Git checks its own repack"),
 }
 DEFAULT_VERIFY = "produced"
+# The forms of multi-pack-index a repack writes (--write-midx): one file, or a chain of layers.
+MIDX_MODES = ("plain", "incremental")
 # core.deltaBaseCacheLimit's default: the delta bases Git keeps in memory, per thread.
 DEFAULT_DELTA_BASE_CACHE_LIMIT = 96 << 20
 

@@ -183,25 +183,30 @@ def bench(pack: Path, runs: int, threads: int, gits: list[str], packorder: list[
                 same = idx_bytes(tool) == (work / "git.idx").read_bytes()
                 if i == 0:
                     print(f"{tool.name}: .idx byte-identical to Git's: {'yes' if same else 'NO'}")
-        ours_t = statistics.median(r.seconds for r in ours)
-        ours_m = max(r.peak_rss for r in ours)
-        print("| tool | median wall | ratio packorder/tool | peak RSS |")
-        print("|---|---|---|---|")
-        print(f"| packorder | {ours_t:.2f} s | | {mib(ours_m)} |")
-        for g in gits:
-            version = subprocess.run([g, "--version"], capture_output=True, text=True).stdout.split()[-1]
-            t = statistics.median(r.seconds for r in results[g])
-            m = max(r.peak_rss for r in results[g])
-            print(f"| git {version} ({g}) | {t:.2f} s | {ours_t / t:.2f} | {mib(m)} |")
-        for tool in tools:
-            t = statistics.median(r.seconds for r in tool.runs)
-            m = max(r.peak_rss for r in tool.runs)
-            print(f"| {tool.name} ({len(tool.runs)} runs) | {t:.2f} s | {ours_t / t:.2f} | {mib(m)} |")
-        print(f"packorder runs: {', '.join(f'{r.seconds:.2f}' for r in ours)}")
-        for g in gits:
-            print(f"{g} runs: {', '.join(f'{r.seconds:.2f}' for r in results[g])}")
-        for tool in tools:
-            print(f"{tool.name} runs: {', '.join(f'{r.seconds:.2f}' for r in tool.runs)}")
+        report(ours, results, tools)
+
+
+def report(ours: list[Run], results: dict[str, list[Run]], tools: list) -> None:
+    """The medians, ratios and peak memory of every tool, then each run's time."""
+    ours_t = statistics.median(r.seconds for r in ours)
+    ours_m = max(r.peak_rss for r in ours)
+    print("| tool | median wall | ratio packorder/tool | peak RSS |")
+    print("|---|---|---|---|")
+    print(f"| packorder | {ours_t:.2f} s | | {mib(ours_m)} |")
+    for g, runs in results.items():
+        version = subprocess.run([g, "--version"], capture_output=True, text=True).stdout.split()[-1]
+        t = statistics.median(r.seconds for r in runs)
+        m = max(r.peak_rss for r in runs)
+        print(f"| git {version} ({g}) | {t:.2f} s | {ours_t / t:.2f} | {mib(m)} |")
+    for tool in tools:
+        t = statistics.median(r.seconds for r in tool.runs)
+        m = max(r.peak_rss for r in tool.runs)
+        print(f"| {tool.name} ({len(tool.runs)} runs) | {t:.2f} s | {ours_t / t:.2f} | {mib(m)} |")
+    print(f"packorder runs: {', '.join(f'{r.seconds:.2f}' for r in ours)}")
+    for g, runs in results.items():
+        print(f"{g} runs: {', '.join(f'{r.seconds:.2f}' for r in runs)}")
+    for tool in tools:
+        print(f"{tool.name} runs: {', '.join(f'{r.seconds:.2f}' for r in tool.runs)}")
 
 
 def main() -> None:

@@ -195,8 +195,7 @@ def setup(design: str, start: Path, dest: Path, args: argparse.Namespace) -> Non
         (dest / "objects" / "pack" / ordered_pack(dest)).with_suffix(".keep").write_text("packorder\n")
 
 
-def main() -> int:
-    global GIT
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repo", type=Path)
     parser.add_argument("--work", type=Path, required=True, help="a directory for the copies and the pushing clone")
@@ -216,31 +215,26 @@ def main() -> int:
         "--config", action="append", default=[], metavar="KEY=VALUE", help="set in the packorder design's copy"
     )
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-    GIT = args.git
-    designs = [d for d in args.designs.split(",") if d]
-    args.work.mkdir(parents=True, exist_ok=True)
-    start = args.work / "start.git"
+    return parser.parse_args()
+
+
+def pushed_tips(start: Path, args: argparse.Namespace) -> list[str]:
+    """The tip of each round's push: made now in a pushing clone, or (--reuse-commits) the
+    last run's if it made as many of the same size."""
     tips_file = args.work / "tips.json"
-    if start.exists():
-        shutil.rmtree(start)
-    git("clone", "-q", "--bare", "--no-local", str(args.repo), str(start))
-    if args.start == "packorder":
-        run([args.packorder, "repack", "-q", str(start)])
     made = json.loads(tips_file.read_text()) if args.reuse_commits and tips_file.exists() else None
     if made and made["commits"] == args.commits and made["files"] == args.files and len(made["tips"]) >= args.rounds:
-        tips = made["tips"]
-    else:
-        print(f"making {args.rounds} rounds of {args.commits} commits ...", file=sys.stderr)
-        tips = make_commits(start, args.work / "pusher", args.rounds, args.commits, args.files)
-        tips_file.write_text(json.dumps({"commits": args.commits, "files": args.files, "tips": tips}))
+        return made["tips"]
+    print(f"making {args.rounds} rounds of {args.commits} commits ...", file=sys.stderr)
+    tips = make_commits(start, args.work / "pusher", args.rounds, args.commits, args.files)
+    tips_file.write_text(json.dumps({"commits": args.commits, "files": args.files, "tips": tips}))
+    return tips
+
+
+def run_rounds(servers: dict[str, Path], tips: list[str], args: argparse.Namespace) -> dict[str, dict]:
+    """Each round a push to every design's server, then its maintenance, timed."""
     branch = git("symbolic-ref", "--short", "HEAD", cwd=args.work / "pusher").strip()
-    report: dict[str, dict] = {}
-    servers = {d: args.work / f"{d.replace('@', '-every-')}.git" for d in designs}
-    state = {d: {"seconds": [], "all_into_one": 0, "packs": [], "ordered": None} for d in designs}
-    for design, server in servers.items():
-        setup(design, start, server, args)
-        state[design]["ordered"] = ordered_pack(server)
+    state = {d: {"seconds": [], "all_into_one": 0, "packs": [], "ordered": ordered_pack(s)} for d, s in servers.items()}
     # The designs take turns each round, so that the machine's load falls on all of them alike.
     for r in range(args.rounds):
         for design, server in servers.items():
@@ -254,6 +248,46 @@ def main() -> int:
             state[design]["packs"].append(len(pack_set(server)))
         if args.until_git_collapse and state.get("git", {}).get("all_into_one"):
             break
+    return state
+
+
+def compare_cold_reads(servers: dict[str, Path], report: dict[str, dict], args: argparse.Namespace) -> None:
+    """Each design's cold reads at the end, over those of a fresh ordered repack of the first's."""
+    fresh = args.work / "fresh.git"
+    designs = list(servers)
+    setup("fresh", servers[designs[0]], fresh, args)
+    for keep in (fresh / "objects" / "pack").glob("*.keep"):
+        keep.unlink()
+    run([args.packorder, "repack", "-q", str(fresh)])
+    reference = cold_reads(fresh, args.log_path, args.blame)
+    print("cold reads (128 KiB read-around), over a fresh ordered repack's:")
+    print(f"  fresh: {reference}")
+    for design in designs:
+        reads = cold_reads(servers[design], args.log_path, args.blame)
+        report[design]["cold_reads"] = reads
+        ratios = ", ".join(f"{w} {reads[w]} ({reads[w] / reference[w]:.3f})" for w in reads)
+        print(f"  {design}: {ratios}")
+    report["fresh"] = {"cold_reads": reference}
+
+
+def main() -> int:
+    global GIT
+    args = parse_args()
+    GIT = args.git
+    designs = [d for d in args.designs.split(",") if d]
+    args.work.mkdir(parents=True, exist_ok=True)
+    start = args.work / "start.git"
+    if start.exists():
+        shutil.rmtree(start)
+    git("clone", "-q", "--bare", "--no-local", str(args.repo), str(start))
+    if args.start == "packorder":
+        run([args.packorder, "repack", "-q", str(start)])
+    tips = pushed_tips(start, args)
+    servers = {d: args.work / f"{d.replace('@', '-every-')}.git" for d in designs}
+    for design, server in servers.items():
+        setup(design, start, server, args)
+    state = run_rounds(servers, tips, args)
+    report: dict[str, dict] = {}
     for design in designs:
         times = state[design]["seconds"]
         print(
@@ -262,23 +296,8 @@ def main() -> int:
             flush=True,
         )
         report[design] = {k: v for k, v in state[design].items() if k != "ordered"}
-    fresh = args.work / "fresh.git"
-    first = designs[0]
-    setup("fresh", servers[first], fresh, args)
-    for keep in (fresh / "objects" / "pack").glob("*.keep"):
-        keep.unlink()
-    run([args.packorder, "repack", "-q", str(fresh)])
-    blame = args.blame
-    reference = cold_reads(fresh, args.log_path, blame) if blame else {}
-    if reference:
-        print("cold reads (128 KiB read-around), over a fresh ordered repack's:")
-        print(f"  fresh: {reference}")
-        for design in designs:
-            reads = cold_reads(servers[design], args.log_path, blame)
-            report[design]["cold_reads"] = reads
-            ratios = ", ".join(f"{w} {reads[w]} ({reads[w] / reference[w]:.3f})" for w in reads)
-            print(f"  {design}: {ratios}")
-        report["fresh"] = {"cold_reads": reference}
+    if args.blame:
+        compare_cold_reads(servers, report, args)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     return 0

@@ -28,9 +28,11 @@ CHILD = """
 import hashlib, sys
 from pathlib import Path
 from packorder import gitcmd
-from packorder.repacking import native_walk, snapshot
+from packorder.store.listing import list_repository
+from packorder.walk import native as native_walk
+from packorder.walk import rev_list
 git_dir, walk, ico = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
-snap = snapshot.listed(git_dir)
+snap = list_repository(git_dir)
 packs = snap.local_packs + snap.foreign_packs
 promisor = any(p.with_suffix(".promisor").exists() for p in packs)
 if walk in ("native", "graph"):
@@ -42,7 +44,7 @@ if walk in ("native", "graph"):
         snap.git_dir, packs, loose, promisor, ico, config, no_fallback, record_graph=walk == "graph"
     )
 else:
-    w = snapshot.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if ico else ())
+    w = rev_list.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if ico else ())
 ids, hashes, missing = w.result()
 print(len(ids) // snap.fmt.rawsz, hashlib.sha1(ids + hashes).hexdigest())
 """

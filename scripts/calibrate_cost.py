@@ -25,7 +25,7 @@ import numpy as np
 
 from packorder.fleet import cost
 from packorder.fleet.triage import repack_contents, triage
-from packorder.repacking.repo import open_repository
+from packorder.store.repository import open_repository
 
 
 def measure(src: Path, copy: Path, runs: int) -> list[dict]:

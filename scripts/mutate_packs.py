@@ -73,6 +73,37 @@ def run(cmd: list[str], timeout: float, stdin: bytes | None = None) -> subproces
         return None
 
 
+def compare(
+    label: str,
+    git: subprocess.CompletedProcess | None,
+    got: subprocess.CompletedProcess,
+    mine: Path,
+    theirs: Path,
+    problems: list[str],
+) -> str:
+    """What Git and packorder made of one mutated pack: whether both accepted or both refused
+    it; every difference (an answer, an index's bytes, a message's form) added to `problems`."""
+    err = got.stderr.decode(errors="replace")
+    if got.returncode not in (0, 128) or "Traceback" in err or "panicked" in err:
+        problems.append(f"{label}: status {got.returncode}: {err.strip()[:300]}")
+    if got.returncode == 128 and (err.count("\n") != 1 or not err.startswith("fatal: ")):
+        problems.append(f"{label}: not one fatal line: {err[:300]!r}")
+    git_ok = git is not None and git.returncode == 0
+    if git_ok != (got.returncode == 0):
+        problems.append(f"{label}: git {'accepts' if git_ok else 'refuses'}, packorder does not: {err[:200]}")
+        return "disagreed"
+    if git_ok:
+        for ext in (".idx", ".rev"):
+            if theirs.with_suffix(ext).exists() and (
+                mine.with_suffix(ext).read_bytes() != theirs.with_suffix(ext).read_bytes()
+            ):
+                problems.append(f"{label}: {ext} differs from Git's")
+        return "accepted by both"
+    if any(mine.with_suffix(ext).exists() for ext in (".idx", ".rev")):
+        problems.append(f"{label}: a refused pack left an index behind")
+    return "refused by both"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("packs", nargs="+", type=Path)
@@ -85,7 +116,7 @@ def main() -> None:
     sources = [p.read_bytes() for p in args.packs]
     ours = [sys.executable, "-c", "from packorder.cli.launch import main; main()", "index-pack"]
     problems: list[str] = []
-    counts = {"accepted by both": 0, "refused by both": 0}
+    counts = {"accepted by both": 0, "refused by both": 0, "disagreed": 0}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mutate-packs-") as tmp:
         work = Path(tmp)
@@ -104,25 +135,8 @@ def main() -> None:
             if got is None:
                 problems.append(f"{label}: packorder index-pack took over {args.timeout} s")
                 continue
-            err = got.stderr.decode(errors="replace")
-            if got.returncode not in (0, 128) or "Traceback" in err or "panicked" in err:
-                problems.append(f"{label}: status {got.returncode}: {err.strip()[:300]}")
-            if got.returncode == 128 and (err.count("\n") != 1 or not err.startswith("fatal: ")):
-                problems.append(f"{label}: not one fatal line: {err[:300]!r}")
-            git_ok = git is not None and git.returncode == 0
-            if git_ok != (got.returncode == 0):
-                problems.append(f"{label}: git {'accepts' if git_ok else 'refuses'}, packorder does not: {err[:200]}")
-            elif git_ok:
-                counts["accepted by both"] += 1
-                for ext in (".idx", ".rev"):
-                    if theirs.with_suffix(ext).exists() and (
-                        mine.with_suffix(ext).read_bytes() != theirs.with_suffix(ext).read_bytes()
-                    ):
-                        problems.append(f"{label}: {ext} differs from Git's")
-            else:
-                counts["refused by both"] += 1
-                if any(mine.with_suffix(ext).exists() for ext in (".idx", ".rev")):
-                    problems.append(f"{label}: a refused pack left an index behind")
+            outcome = compare(label, git, got, mine, theirs, problems)
+            counts[outcome] += 1
             # The same pack through --stdin into a repository: nothing new there on failure.
             before = sorted(p.name for p in (repo / "objects" / "pack").iterdir())
             piped = run([*ours, "--stdin", "--repo", str(repo)], args.timeout, stdin=data)

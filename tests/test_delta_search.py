@@ -19,7 +19,7 @@ from packorder import _native
 from packorder.errors import CorruptPackError
 from packorder.format import layout
 from packorder.repacking import deltas as deltas_mod
-from packorder.repacking.repo import ObjectTable
+from packorder.walk.objects import ObjectTable
 
 COMMIT, TREE, BLOB = 1, 2, 3
 

@@ -21,7 +21,7 @@ from packorder.format import midx as midx_format
 from packorder.format.pack import OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE
 from packorder.repacking import geometry as geometry_mod
 from packorder.repacking.geometric import candidates
-from packorder.repacking.repo import open_repository
+from packorder.store.repository import open_repository
 
 
 def copy(src: Path, dest: Path) -> Path:

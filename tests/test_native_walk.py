@@ -16,7 +16,9 @@ from gitrepo import Repo, git, git_env
 import packorder
 from packorder import gitcmd
 from packorder.errors import RepositoryError
-from packorder.repacking import native_walk, snapshot
+from packorder.store.listing import list_repository
+from packorder.walk import native as native_walk
+from packorder.walk import rev_list
 
 
 def no_fallback() -> native_walk.Walk:
@@ -29,7 +31,7 @@ def walks(
     """(native, git): ids, name hashes, missing ids. `run_items`: the native walk runs on two
     threads whatever the repository's size, each walking that many trees at a time (runs
     that small make every object meet the joining of runs)."""
-    snap = snapshot.listed(git_dir)
+    snap = list_repository(git_dir)
     packs = snap.local_packs + snap.foreign_packs
     promisor = any(p.with_suffix(".promisor").exists() for p in packs)
     config = gitcmd.read_config(snap.git_dir)
@@ -37,7 +39,7 @@ def walks(
     loose = snap.loose + snap.foreign_loose
     ours = native_walk.start(snap.git_dir, packs, loose, promisor, in_commit_order, config, no_fallback, **ahead)
     assert ours is not None
-    theirs = snapshot.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if in_commit_order else ())
+    theirs = rev_list.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if in_commit_order else ())
 
     def split(r: native_walk.Walked) -> tuple[bytes, bytes, bytes, bytes, set[bytes]]:
         return r.ids, r.name_hashes, r.name_hashes_v2, r.path_hashes, set(snap.fmt.split(r.missing))
@@ -46,7 +48,7 @@ def walks(
 
 
 def assert_same_walk(git_dir: Path) -> int:
-    rawsz = snapshot.listed(git_dir).fmt.rawsz
+    rawsz = list_repository(git_dir).fmt.rawsz
     for in_commit_order, run_items in ((False, None), (True, None), (False, 1), (True, 1), (False, 3), (True, 7)):
         ours, theirs = walks(git_dir, in_commit_order, run_items)
         ids, git_ids = ours[0], theirs[0]
@@ -250,7 +252,7 @@ def test_a_missing_object_stops_the_walk_on_every_core(tmp_path: Path) -> None:
         repo.commit(f"commit {i}")
     lost = repo.run("rev-parse", "HEAD~2:f3.txt").decode().strip()
     (repo.git_dir / "objects" / lost[:2] / lost[2:]).unlink()
-    snap = snapshot.listed(repo.git_dir)
+    snap = list_repository(repo.git_dir)
     config = gitcmd.read_config(repo.git_dir)
     walk = native_walk.start(
         repo.git_dir,
@@ -274,7 +276,7 @@ def test_an_index_the_walk_leaves_to_git(tmp_path: Path) -> None:
     repo.write("a.txt", "a\n")
     repo.commit("one")
     repo.run("update-index", "--split-index")
-    snap = snapshot.listed(repo.git_dir)
+    snap = list_repository(repo.git_dir)
     config = gitcmd.read_config(repo.git_dir)
     assert native_walk.start(repo.git_dir, snap.local_packs, snap.loose, False, False, config, no_fallback) is None
 
@@ -310,7 +312,7 @@ def test_a_reflog_naming_a_blob_leaves_the_walk_to_git(tmp_path: Path) -> None:
     blob = repo.run("hash-object", "-w", "--stdin", input=b"only a reflog names me\n").decode().strip()
     repo.run("update-ref", "--create-reflog", "refs/misc/x", blob)
     repo.run("update-ref", "refs/misc/x", head)
-    snap = snapshot.listed(repo.git_dir)
+    snap = list_repository(repo.git_dir)
     config = gitcmd.read_config(repo.git_dir)
     assert native_walk.start(repo.git_dir, snap.local_packs, snap.loose, False, False, config, no_fallback) is None
     repo.run("config", "packorder.walk", "native")
@@ -331,7 +333,7 @@ def test_a_cancelled_walk_stops_as_interrupted(tmp_path: Path, monkeypatch: pyte
             super().__init__(walker, *args)
 
     monkeypatch.setattr(native_walk, "NativeWalk", Cancelled)
-    snap = snapshot.listed(repo.git_dir)
+    snap = list_repository(repo.git_dir)
     walk = native_walk.start(
         snap.git_dir, snap.local_packs, snap.loose, False, False, gitcmd.read_config(snap.git_dir), no_fallback
     )
@@ -347,13 +349,13 @@ def test_objects_pushed_after_the_listing_make_it_gits_walk(tmp_path: Path, miss
     walk is Git's, which reads whatever is there (what an error or a missing object would
     otherwise make of a push)."""
     repo = every_root_kind(tmp_path / "repo")
-    snap = snapshot.listed(repo.git_dir)
+    snap = list_repository(repo.git_dir)
     repo.write("pushed.txt", "pushed after the listing\n")
     repo.commit("pushed")
-    gits: list[snapshot.ObjectWalk] = []
+    gits: list[rev_list.ObjectWalk] = []
 
-    def fallback() -> snapshot.ObjectWalk:
-        gits.append(snapshot.ObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok))
+    def fallback() -> rev_list.ObjectWalk:
+        gits.append(rev_list.ObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok))
         return gits[-1]
 
     config = gitcmd.read_config(snap.git_dir)
@@ -361,7 +363,7 @@ def test_objects_pushed_after_the_listing_make_it_gits_walk(tmp_path: Path, miss
     assert walk is not None
     ours = walk.result()
     assert len(gits) == 1
-    assert ours == snapshot.ObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok).result()
+    assert ours == rev_list.ObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok).result()
     pushed = bytes.fromhex(repo.run("rev-parse", "HEAD").decode().strip())
     assert pushed in snap.fmt.split(ours.ids)
 

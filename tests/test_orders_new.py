@@ -17,10 +17,13 @@ from layered import build
 
 from packorder.orders import families
 from packorder.orders import permutations as order_mod
+from packorder.orders.catalog import HISTORY_FACTS
 from packorder.orders.permutations import BLOB, COMMIT, TREE, OrderInput
 from packorder.orders.registry import ORDERS
 from packorder.repacking import deltas
-from packorder.repacking.repo import enumerate_objects, object_history, open_repository, unreleased_objects
+from packorder.store.repository import open_repository
+from packorder.walk.history import object_history, unreleased_objects
+from packorder.walk.objects import enumerate_objects
 
 NEW = ["history", "history-each-commit", "history-tags-midway", "trees-first", "recency-dfs", "recency-unreleased"]
 NEW += ["windowed-256", "paths"]
@@ -33,7 +36,7 @@ def objs(tmp_path_factory: pytest.TempPathFactory) -> OrderInput:
     opened = open_repository(repo.path)
     table = enumerate_objects(opened)
     choice = deltas.reuse(opened, table, 50)
-    history = object_history(opened, table, head=True)
+    history = object_history(opened, table, HISTORY_FACTS)
     assert (choice.base >= 0).sum() > 300 and table.tagged.sum() >= 8
     blobs = table.kinds == BLOB
     assert 0 < (history.unreleased & blobs).sum() < blobs.sum()

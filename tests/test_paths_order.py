@@ -19,12 +19,14 @@ from packorder.orders import families
 from packorder.orders.permutations import BLOB, COMMIT, TAG, TREE, OrderInput, history
 from packorder.orders.tree_paths import paths, paths_unreleased_trees, with_delta_ancestors
 from packorder.repacking import deltas
-from packorder.repacking.repo import enumerate_objects, object_history, open_repository
 from packorder.seek.analyze import entry_ranges
 from packorder.seek.api import measure
 from packorder.seek.coldreads import disk_reads
 from packorder.seek.expand import expand
 from packorder.seek.simulator import plan, relay
+from packorder.store.repository import open_repository
+from packorder.walk.history import object_history
+from packorder.walk.objects import enumerate_objects
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,7 @@ def objs(source: Path) -> OrderInput:
     opened = open_repository(source)
     table = enumerate_objects(opened)
     choice = deltas.reuse(opened, table, 50)
-    got = object_history(opened, table, intro=False, head=True)
+    got = object_history(opened, table, ("unreleased", "head"))
     return OrderInput(
         table.kinds,
         table.tagged,
@@ -196,6 +198,6 @@ def test_an_unborn_head_puts_no_commit_first(source: Path, tmp_path: Path) -> No
     git(repo, "symbolic-ref", "HEAD", "refs/heads/unborn")
     opened = open_repository(repo)
     table = enumerate_objects(opened)
-    assert not object_history(opened, table, intro=False, unreleased=False, head=True).on_head.any()
+    assert not object_history(opened, table, ("head",)).on_head.any()
     packorder.repack(repo, order="paths")
     git(repo, "fsck", "--full")

@@ -15,6 +15,7 @@ from gitrepo import Repo, build_history, git, git_env
 import packorder
 from packorder.errors import CorruptPackError, PackError, RepositoryError
 from packorder.format import layout
+from packorder.walk import rev_list
 
 CRASH_POINTS = [
     "written",
@@ -249,11 +250,12 @@ def test_the_walk_starts_after_the_listing(work: Path, monkeypatch: pytest.Monke
     """A pack listed after Git's walk began could be removed by an expiring repack while its
     objects were invisible to the walk: the snapshot lists first, then walks."""
     from packorder.repacking import snapshot
+    from packorder.store import listing
 
     steps: list[str] = []
     for name in ("list_packs", "list_loose"):
-        real = getattr(snapshot, name)
-        monkeypatch.setattr(snapshot, name, lambda *a, _r=real, _n=name: steps.append(_n) or _r(*a))
+        real = getattr(listing, name)
+        monkeypatch.setattr(listing, name, lambda *a, _r=real, _n=name: steps.append(_n) or _r(*a))
     real_walk = snapshot._main_walk
     monkeypatch.setattr(snapshot, "_main_walk", lambda *a, **k: steps.append("walk") or real_walk(*a, **k))
     packorder.repack(work, cruft_expiration="now")
@@ -302,8 +304,8 @@ def test_a_push_the_walk_sees_but_the_listing_does_not_stays_where_it_is(work: P
     walk, tags = start.take_walk()
     walk.stop()
     tags.stop()
-    start.walk = snapshot.ObjectWalk(start.git_dir, start.fmt, missing_ok=False)
-    start.tags = snapshot.TagTips(start.git_dir)
+    start.walk = rev_list.ObjectWalk(start.git_dir, start.fmt, missing_ok=False)
+    start.tags = rev_list.TagTips(start.git_dir)
     result = packorder.repack(work, cruft_expiration="now", start=start)
     assert new_pack.exists() and new_pack not in result.removed_packs
     git(work, "cat-file", "-p", f"{pushed}:pushed.txt")
@@ -525,7 +527,9 @@ def test_one_walk_in_commit_order_gives_the_discovery_order_and_the_introducing_
     the commits' trees: an index with a staged blob, a reflog-only commit, tags on a tree and a
     blob, a merge."""
     from packorder.repacking import snapshot
-    from packorder.repacking.repo import enumerate_objects, introducing_commits, open_repository
+    from packorder.store.repository import open_repository
+    from packorder.walk.history import introducing_commits
+    from packorder.walk.objects import enumerate_objects
 
     repo = Repo(tmp_path / "repo")
     repo.write("a.txt", "a\n")
@@ -546,7 +550,7 @@ def test_one_walk_in_commit_order_gives_the_discovery_order_and_the_introducing_
     plain = enumerate_objects(opened)
     with snapshot.take(repo.path, lock=False, order="history") as start:
         assert start.walk is not None and start.walk.in_commit_order and start.intro_walk is start.walk
-        one = enumerate_objects(opened, snapshot=start)
+        one = enumerate_objects(opened, started=start)
         intro_walk = start.take_history_walks()[0]
         assert intro_walk is not None
         once = introducing_commits(opened, one, intro_walk)
@@ -569,12 +573,13 @@ def test_history_orders_walk_once_and_write_the_pack_of_separate_walks(
     git(work, "config", "packorder.walk", "git")
     walks: list[tuple[str, ...]] = []
 
-    class Counted(snapshot.ObjectWalk):
+    class Counted(rev_list.ObjectWalk):
         def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
             super().__init__(*args, **kwargs)
             walks.append(tuple(self.proc.args[5:]))  # type: ignore[index]
 
     monkeypatch.setattr(snapshot, "ObjectWalk", Counted)
+    monkeypatch.setattr(rev_list, "ObjectWalk", Counted)
     one, separate = tmp_path / "one", tmp_path / "separate"
     a = packorder.repack(work, order=order, output_dir=one, verify="crc")
     spec = ORDERS[order]

@@ -11,10 +11,11 @@ import pytest
 from gitrepo import Repo, build_history
 
 from packorder.fleet.triage import triage
-from packorder.repacking import snapshot
-from packorder.repacking.repo import LOOSE, enumerate_objects, open_repository
-from packorder.repacking.stored_order import stored_table, walk_order
 from packorder.store.object_ids import keys
+from packorder.store.repository import LOOSE, open_repository
+from packorder.walk import rev_list
+from packorder.walk.objects import enumerate_objects
+from packorder.walk.stored_order import stored_table, walk_order
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +86,8 @@ def test_triage_runs_no_walk(layered: Repo, monkeypatch: pytest.MonkeyPatch) -> 
     def refused(*args: object, **kw: object) -> None:
         raise AssertionError("triage walked history")
 
-    monkeypatch.setattr(snapshot, "object_walk", refused)  # ours or Git's, whichever is configured
-    monkeypatch.setattr(snapshot.ObjectWalk, "__init__", refused)
+    monkeypatch.setattr(rev_list, "object_walk", refused)  # ours or Git's, whichever is configured
+    monkeypatch.setattr(rev_list.ObjectWalk, "__init__", refused)
     t = triage(layered.git_dir)
     assert t.error is None
     assert t.share_now is not None and t.share_after is not None

@@ -15,7 +15,7 @@ from test_native_walk import churned_directories, every_root_kind
 
 import packorder
 from packorder.repacking import bitmap as bitmap_mod
-from packorder.repacking import native_walk
+from packorder.walk import native as native_walk
 
 
 def repack_both_ways(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from packorder.repacking.snapshot import Snapshot
 
-# repack's options, as cli.py declares them: those taking a value, and the flags.
+# repack's options, as cli/repack.py declares them: those taking a value, and the flags.
 VALUE_OPTIONS = frozenset(
     {"--order", "--window", "--depth", "--threads", "--cruft-expiration", "--max-cruft-size", "-o", "--verify"}
 )

@@ -1,6 +1,6 @@
 """The `packorder` and `git-packorder` entry point: `index-pack` goes straight to its own
 argument parser (cli/index_pack.py, without click, for its memory); every other command
-goes through the click command line in cli.py."""
+goes through the click command line in cli/main.py."""
 
 from __future__ import annotations
 

@@ -14,10 +14,8 @@ from packorder import progress as progress_mod
 from packorder.cli.base import guarded, parse_size, print_json, warn
 from packorder.cli.options import CONTEXT, ORDERS_EPILOG, progress_of, quiet_option, verbose_option
 from packorder.orders.catalog import CATALOG
-from packorder.settings import VERIFY_MODES
+from packorder.settings import MIDX_MODES, VERIFY_MODES
 from packorder.units import human_size
-
-MIDX_MODES = ("plain", "incremental")  # repacking/midx_policy.py: MODES, without numpy
 
 
 class RepackCommand(click.Command):
@@ -145,7 +143,7 @@ def _not_applied(option: str, why: str) -> None:
     "--verify",
     type=click.Choice(tuple(VERIFY_MODES)),
     help="What to prove before anything is removed (default: packorder.verify, else produced). "
-    + "; ".join(f"{k}: {v}" for k, v in VERIFY_MODES.items())
+    + "; ".join(f"{k}: {v.proves}" for k, v in VERIFY_MODES.items())
     + ".",
 )
 @quiet_option

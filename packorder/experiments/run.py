@@ -25,8 +25,8 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from packorder.errors import CorruptPackError, PackError, RepositoryError, UsageError
 from packorder.experiments.result import Agreement, ExperimentResult, OrderRun
@@ -35,11 +35,8 @@ from packorder.native_call import core_errors
 from packorder.orders.catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import throttle
-from packorder.seek.catalog import DEFAULT_EXPERIMENT, USES_BITMAP
+from packorder.seek.catalog import DEFAULT_EXPERIMENT, USES_BITMAP, WorkloadSpec
 from packorder.store.listing import list_packs
-
-if TYPE_CHECKING:
-    from packorder.seek.workloads import WorkloadSpec
 
 AS_IS = "as-is"  # a copy left as it is: the repository's own packs
 DEFAULT_ORDERS = ("recency", "history")
@@ -255,106 +252,47 @@ def experiment(
     requests a second to the disk (a slow disk, on a machine whose disk is cached by its
     host; Linux, root, cgroup v1 blkio). `note` receives one-line messages (chosen paths,
     steps); `command` is quoted in the report."""
-    from packorder.experiments.report import write_report
     from packorder.format.object_format import named
     from packorder.gitcmd import find_git_dir, read_config
-    from packorder.seek import api
-    from packorder.seek import workloads as workloads_mod
     from packorder.seek.runner import check_program
 
     started = time.perf_counter()
     say = note or (lambda _message: None)
-    orders = check_orders(orders, "compare", also=(AS_IS,))
-    wanted = parse_workloads(workloads)
-    extra = [o for o in check_orders(simulate, "simulate", also=(AS_IS,)) if o != AS_IS] if names(simulate) else []
-    if runs < 0:
-        raise UsageError("{runs} takes a number of runs, 0 for none", params=("runs",))
-    if cold_iops is not None and not runs:
-        raise UsageError("{cold_iops} limits the cold runs: give {runs} too", params=("cold_iops", "runs"))
-    if threshold <= 0 or near < 0:
-        raise UsageError("the threshold must be positive and the near distance not negative")
+    request = ExperimentRequest(
+        check_orders(orders, "compare", also=(AS_IS,)),
+        parse_workloads(workloads),
+        [o for o in check_orders(simulate, "simulate", also=(AS_IS,)) if o != AS_IS] if names(simulate) else [],
+        Path(output_dir),
+        runs,
+        cold_iops,
+        threshold,
+        near,
+        cache_limit,
+        None if work_dir is None else Path(work_dir),
+        keep,
+    )
+    request.check()
     source = find_git_dir(repo)
     named(read_config(source).object_format)  # refuses a repository packorder cannot read before copying it
     git_path = check_program(git, "the git binary to run workloads with")
-    out = Path(output_dir)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{out}: not a directory")
-    if work_dir is not None and Path(work_dir).exists() and not Path(work_dir).is_dir():
-        raise UsageError(f"{work_dir}: not a directory")
-    specs = []
-    for wanted_spec in wanted:
-        spec, choice = workloads_mod.resolve(wanted_spec, source)
-        if choice is not None:
-            say(f"{spec.name}: {choice.note}")
-        specs.append(spec)
+    specs = _resolved(request.workloads, source, say)
     if cold_iops is not None:
-        throttle.check(Path(work_dir) if work_dir is not None else Path(tempfile.gettempdir()), cold_iops)
+        throttle.check(request.work_dir or Path(tempfile.gettempdir()), cold_iops)
+    out = request.output_dir
     made_out = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"{out}: cannot write the report there ({e.strerror})") from None
     load_before = os.getloadavg()
-    try:
-        if work_dir is not None:
-            Path(work_dir).mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix="packorder-experiment-", dir=work_dir))
-    except OSError as e:
-        raise UsageError(f"{work_dir}: cannot make a work directory there ({e.strerror})") from None
+    work = _work_dir(request.work_dir)
     limit = None
     try:
         if cold_iops is not None:
             limit = throttle.ReadLimit(work, cold_iops)
             say(f"cold runs read at most {cold_iops} times a second from disk {limit.device}")
-        order_runs = []
-        measurements: dict[str, dict] = {}
-        for order in orders:
-            run = _prepare(order, source, work, progress, bitmap=any(s.name in USES_BITMAP for s in specs))
-            say(f"{order}: {run.pack_bytes:,} bytes in {run.packs} pack(s)")
-            measurements[order] = {}
-            for spec in specs:
-                measured = api.measure(
-                    run.git_dir,
-                    spec,
-                    git=git_path,
-                    threshold=threshold,
-                    near=near,
-                    cache_limit=cache_limit,
-                    label=order,
-                    progress=progress,
-                )
-                measurements[order][spec.name] = measured
-                run.results.append(measured.result)
-            order_runs.append(run)
-        if runs:
-            _time(order_runs, specs, runs, git_path, cache_limit, say, limit)
-        say("simulating")
-        reference, simulated, agreement = _simulate(order_runs, measurements, specs, extra, threshold, near, progress)
-        result = ExperimentResult(
-            repository=source,
-            output_dir=out,
-            report=out / "report.md",
-            plots=[],
-            workloads=specs,
-            orders=order_runs,
-            reference=reference,
-            simulated=simulated,
-            agreement=agreement,
-            runs=runs,
-            cold_iops=cold_iops,
-            threshold=threshold,
-            git_version=api.git_version(git_path),
-            load_before=load_before,
-            load_after=os.getloadavg(),
-            seconds=0.0,
-            kept=work if keep else None,
-            warnings=_warnings(order_runs, specs, runs, threshold),
-        )
-        result.seconds = time.perf_counter() - started
-        try:
-            write_report(result, command)
-        except OSError as e:
-            raise RepositoryError(f"cannot write the report in {out}: {e.strerror}") from None
+        measured = _Measured(source, work, specs, git_path, started, load_before)
+        result = _measure_and_report(request, measured, limit, progress, say, command)
     except BaseException:
         if made_out:  # a failed experiment leaves nothing behind
             shutil.rmtree(out, ignore_errors=True)
@@ -366,3 +304,154 @@ def experiment(
             with contextlib.suppress(OSError):
                 shutil.rmtree(work)
     return result
+
+
+@dataclass
+class _Measured:
+    """What the experiment measures: the repository, the copies' directory, the workloads,
+    the Git that runs them, and when and under which load it started."""
+
+    source: Path
+    work: Path
+    specs: list[WorkloadSpec]
+    git_path: str
+    started: float
+    load_before: tuple[float, float, float]
+
+
+def _measure_and_report(
+    request: ExperimentRequest,
+    on: _Measured,
+    limit: throttle.ReadLimit | None,
+    progress: ProgressCallback | None,
+    say: Note,
+    command: str | None,
+) -> ExperimentResult:
+    """Repack a copy in each order, trace, time and simulate every workload on it, and write
+    the report."""
+    from packorder.experiments.report import write_report
+    from packorder.seek import api
+
+    runs, threshold, near, out = request.runs, request.threshold, request.near, request.output_dir
+    source, work, specs, git_path = on.source, on.work, on.specs, on.git_path
+    order_runs, measurements = _measure(request, source, work, specs, git_path, progress, say)
+    if runs:
+        _time(order_runs, specs, runs, git_path, request.cache_limit, say, limit)
+    say("simulating")
+    reference, simulated, agreement = _simulate(
+        order_runs, measurements, specs, request.simulate, threshold, near, progress
+    )
+    result = ExperimentResult(
+        repository=source,
+        output_dir=out,
+        report=out / "report.md",
+        plots=[],
+        workloads=specs,
+        orders=order_runs,
+        reference=reference,
+        simulated=simulated,
+        agreement=agreement,
+        runs=runs,
+        cold_iops=request.cold_iops,
+        threshold=threshold,
+        git_version=api.git_version(git_path),
+        load_before=on.load_before,
+        load_after=os.getloadavg(),
+        seconds=0.0,
+        kept=work if request.keep else None,
+        warnings=_warnings(order_runs, specs, runs, threshold),
+    )
+    result.seconds = time.perf_counter() - on.started
+    try:
+        write_report(result, command)
+    except OSError as e:
+        raise RepositoryError(f"cannot write the report in {out}: {e.strerror}") from None
+    return result
+
+
+@dataclass
+class ExperimentRequest:
+    """What an experiment was asked to do, names parsed; `check` refuses what cannot run
+    before anything is copied."""
+
+    orders: list[str]
+    workloads: list[WorkloadSpec]
+    simulate: list[str]  # orders simulated only
+    output_dir: Path
+    runs: int
+    cold_iops: int | None
+    threshold: int
+    near: int
+    cache_limit: int | None
+    work_dir: Path | None
+    keep: bool
+
+    def check(self) -> None:
+        if self.runs < 0:
+            raise UsageError("{runs} takes a number of runs, 0 for none", params=("runs",))
+        if self.cold_iops is not None and not self.runs:
+            raise UsageError("{cold_iops} limits the cold runs: give {runs} too", params=("cold_iops", "runs"))
+        if self.threshold <= 0 or self.near < 0:
+            raise UsageError("the threshold must be positive and the near distance not negative")
+        if self.output_dir.exists() and not self.output_dir.is_dir():
+            raise UsageError(f"{self.output_dir}: not a directory")
+        if self.work_dir is not None and self.work_dir.exists() and not self.work_dir.is_dir():
+            raise UsageError(f"{self.work_dir}: not a directory")
+
+
+def _resolved(wanted: list[WorkloadSpec], source: Path, say: Note) -> list[WorkloadSpec]:
+    """Each workload with its PATH or tags checked, or chosen (and said)."""
+    from packorder.seek import workloads as workloads_mod
+
+    specs = []
+    for wanted_spec in wanted:
+        spec, choice = workloads_mod.resolve(wanted_spec, source)
+        if choice is not None:
+            say(f"{spec.name}: {choice.note}")
+        specs.append(spec)
+    return specs
+
+
+def _work_dir(work_dir: Path | None) -> Path:
+    """A new directory for the copies, in `work_dir` (else the temporary directory)."""
+    try:
+        if work_dir is not None:
+            work_dir.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="packorder-experiment-", dir=work_dir))
+    except OSError as e:
+        raise UsageError(f"{work_dir}: cannot make a work directory there ({e.strerror})") from None
+
+
+def _measure(
+    request: ExperimentRequest,
+    source: Path,
+    work: Path,
+    specs: list[WorkloadSpec],
+    git_path: str,
+    progress: ProgressCallback | None,
+    say: Note,
+) -> tuple[list[OrderRun], dict[str, dict]]:
+    """A copy repacked in each order, every workload traced on it."""
+    from packorder.seek import api
+
+    order_runs = []
+    measurements: dict[str, dict] = {}
+    for order in request.orders:
+        run = _prepare(order, source, work, progress, bitmap=any(s.name in USES_BITMAP for s in specs))
+        say(f"{order}: {run.pack_bytes:,} bytes in {run.packs} pack(s)")
+        measurements[order] = {}
+        for spec in specs:
+            measured = api.measure(
+                run.git_dir,
+                spec,
+                git=git_path,
+                threshold=request.threshold,
+                near=request.near,
+                cache_limit=request.cache_limit,
+                label=order,
+                progress=progress,
+            )
+            measurements[order][spec.name] = measured
+            run.results.append(measured.result)
+        order_runs.append(run)
+    return order_runs, measurements

@@ -17,12 +17,12 @@ import numpy as np
 
 from packorder.format.layout import PackLayout
 from packorder.gitcmd import Config
-from packorder.repacking.repo import Repository
 from packorder.seek import stats
 from packorder.seek.api import DEFAULT_THRESHOLD
 from packorder.seek.ipmodel import git_threads, index_pack_reads
 from packorder.seek.simulator import plan
 from packorder.settings import delta_base_cache_limit
+from packorder.store.repository import Repository
 
 
 def modelled_share(layouts: Sequence[PackLayout], config: Config, threshold: int = DEFAULT_THRESHOLD) -> float | None:
@@ -44,7 +44,7 @@ def modelled_share(layouts: Sequence[PackLayout], config: Config, threshold: int
 
 def planned_layout(repo: Path | Repository, order: str) -> PackLayout:
     """The pack `packorder repack --order ORDER` would write (stored deltas reused), planned
-    from the objects in the order the packs store them (repacking/stored_order.py), not
+    from the objects in the order the packs store them (walk/stored_order.py), not
     from Git's walk: milliseconds rather than seconds, within the error docs/fleet.md
     gives. An order that places objects by history (`history`, `interleaved`...) still
     walks it."""

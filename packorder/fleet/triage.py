@@ -30,9 +30,9 @@ from packorder.native_call import core_errors
 from packorder.orders.catalog import configured_order
 from packorder.progress import ProgressCallback
 from packorder.repacking import drift as drift_mod
-from packorder.repacking.repo import PackSource, Repository, open_repository
 from packorder.settings import write_bitmap
 from packorder.store.listing import list_packs, loose_ids
+from packorder.store.repository import PackSource, Repository, open_repository
 
 # Packs still there after a repack: .keep packs, left alone, and cruft packs, whose objects
 # go to a new cruft pack of about the same layout. (A promisor pack's objects go to the new

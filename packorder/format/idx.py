@@ -139,7 +139,7 @@ def write_v1(
 
 class PackIndex(NamedTuple):
     """A parsed .idx. Columns are numpy arrays in id order. (Named tuples here and in
-    indexer.py, not dataclasses: `dataclasses` loads `inspect`, 1.3 MiB of index-pack's peak.)"""
+    indexer/, not dataclasses: `dataclasses` loads `inspect`, 1.3 MiB of index-pack's peak.)"""
 
     version: int
     names: np.ndarray  # (count, rawsz) uint8

@@ -15,6 +15,8 @@ of an object a table names is store/midx.py's choice.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
 
 import numpy as np
@@ -173,6 +175,48 @@ def parse(data: bytes, path: str = "<multi-pack-index>", fmt: ObjectFormat = SHA
         return CorruptPackError(f"multi-pack-index is corrupt: {msg}", offset, path)
 
     rawsz = fmt.rawsz
+    version, nchunks, npacks = _header(data, fmt, bad)
+    chunks = _Chunks(data, _chunk_extents(data, nchunks, rawsz, bad), bad)
+    fan = np.frombuffer(chunks.get(OIDF), dtype=">u4")
+    if len(fan) != 256:
+        raise bad("OID fanout chunk has the wrong size")
+    count = int(fan[-1]) if len(fan) else 0
+    oidl = chunks.get(OIDL)
+    ooff = chunks.get(OOFF)
+    if len(oidl) != count * rawsz or len(ooff) != 8 * count:
+        raise bad("OID lookup or object offset chunk has the wrong size")
+    names = np.frombuffer(oidl, dtype=np.uint8).reshape(count, rawsz)
+    pairs = np.frombuffer(ooff, dtype=">u4").reshape(count, 2)
+    pack_ids = pairs[:, 0].astype(np.uint32)
+    offsets = _offsets(pairs, chunks.get(LOFF, required=False), bad)
+    names_raw = bytes(chunks.get(PNAM)).split(b"\0")
+    pack_names = [n.decode(errors="replace") for n in names_raw[:npacks]]
+    if len(pack_names) != npacks or any(not n for n in pack_names):
+        raise bad("pack names do not match the pack count")
+    if count and int(pack_ids.max()) >= npacks:
+        raise bad("object names a pack it does not list")
+    ridx = chunks.get(RIDX, required=False)
+    pseudo = None
+    if ridx is not None:
+        if len(ridx) != 4 * count:
+            raise bad("RIDX chunk has the wrong size")
+        pseudo = np.frombuffer(ridx, dtype=">u4").astype(np.uint32)
+    btmp = chunks.get(BTMP, required=False)
+    bitmapped = None
+    if btmp is not None:
+        if len(btmp) != 8 * npacks:
+            raise bad("BTMP chunk has the wrong size")
+        bitmapped = np.frombuffer(btmp, dtype=">u4").reshape(npacks, 2).astype(np.uint32)
+    return MultiPackIndex(version, fmt, pack_names, names, pack_ids, offsets, pseudo, bitmapped, data[-rawsz:])
+
+
+Bad = Callable[..., CorruptPackError]
+
+
+def _header(data: bytes, fmt: ObjectFormat, bad: Bad) -> tuple[int, int, int]:
+    """The version, chunk count and pack count, once the signature, versions and the
+    checksum of the whole file are right."""
+    rawsz = fmt.rawsz
     if len(data) < HEADER_SIZE + rawsz:
         raise bad(f"file of {len(data)} bytes is too short")
     if data[:4] != SIGNATURE:
@@ -184,6 +228,11 @@ def parse(data: bytes, path: str = "<multi-pack-index>", fmt: ObjectFormat = SHA
         raise bad(f"object id version {oid_version} is not the repository's {fmt.name}", 5)
     if fmt.checksum(data[:-rawsz]) != data[-rawsz:]:
         raise bad("checksum mismatch", len(data) - rawsz)
+    return version, nchunks, npacks
+
+
+def _chunk_extents(data: bytes, nchunks: int, rawsz: int, bad: Bad) -> dict[bytes, tuple[int, int]]:
+    """Each chunk's id and (start, end), each within the file."""
     table_end = HEADER_SIZE + 12 * (nchunks + 1)
     if len(data) < table_end + rawsz:
         raise bad("truncated chunk table", HEADER_SIZE)
@@ -195,28 +244,27 @@ def parse(data: bytes, path: str = "<multi-pack-index>", fmt: ObjectFormat = SHA
         if not table_end <= start <= end <= len(data) - rawsz:
             raise bad(f"chunk {cid!r} out of bounds", at)
         chunks[cid] = (start, end)
+    return chunks
 
-    def chunk(cid: bytes, required: bool = True) -> memoryview | None:
-        if cid not in chunks:
+
+@dataclass
+class _Chunks:
+    data: bytes
+    table: dict[bytes, tuple[int, int]]
+    bad: Bad
+
+    def get(self, cid: bytes, required: bool = True) -> memoryview | None:
+        if cid not in self.table:
             if required:
-                raise bad(f"missing required {cid.decode(errors='replace')} chunk")
+                raise self.bad(f"missing required {cid.decode(errors='replace')} chunk")
             return None
-        start, end = chunks[cid]
-        return memoryview(data)[start:end]
+        start, end = self.table[cid]
+        return memoryview(self.data)[start:end]
 
-    fan = np.frombuffer(chunk(OIDF), dtype=">u4")
-    if len(fan) != 256:
-        raise bad("OID fanout chunk has the wrong size")
-    count = int(fan[-1]) if len(fan) else 0
-    oidl = chunk(OIDL)
-    ooff = chunk(OOFF)
-    if len(oidl) != count * rawsz or len(ooff) != 8 * count:
-        raise bad("OID lookup or object offset chunk has the wrong size")
-    names = np.frombuffer(oidl, dtype=np.uint8).reshape(count, rawsz)
-    pairs = np.frombuffer(ooff, dtype=">u4").reshape(count, 2)
-    pack_ids = pairs[:, 0].astype(np.uint32)
+
+def _offsets(pairs: np.ndarray, loff: memoryview | None, bad: Bad) -> np.ndarray:
+    """Each object's offset in its pack, the large ones from the LOFF chunk."""
     offsets = pairs[:, 1].astype(np.uint64)
-    loff = chunk(LOFF, required=False)
     flagged = (pairs[:, 1] & LARGE_OFFSET_NEEDED) != 0
     if loff is not None and flagged.any():
         large = np.frombuffer(loff, dtype=">u8")
@@ -224,22 +272,4 @@ def parse(data: bytes, path: str = "<multi-pack-index>", fmt: ObjectFormat = SHA
         if rows.max() >= len(large):
             raise bad("large offset out of range")
         offsets[flagged] = large[rows].astype(np.uint64)
-    names_raw = bytes(chunk(PNAM)).split(b"\0")
-    pack_names = [n.decode(errors="replace") for n in names_raw[:npacks]]
-    if len(pack_names) != npacks or any(not n for n in pack_names):
-        raise bad("pack names do not match the pack count")
-    if count and int(pack_ids.max()) >= npacks:
-        raise bad("object names a pack it does not list")
-    ridx = chunk(RIDX, required=False)
-    pseudo = None
-    if ridx is not None:
-        if len(ridx) != 4 * count:
-            raise bad("RIDX chunk has the wrong size")
-        pseudo = np.frombuffer(ridx, dtype=">u4").astype(np.uint32)
-    btmp = chunk(BTMP, required=False)
-    bitmapped = None
-    if btmp is not None:
-        if len(btmp) != 8 * npacks:
-            raise bad("BTMP chunk has the wrong size")
-        bitmapped = np.frombuffer(btmp, dtype=">u4").reshape(npacks, 2).astype(np.uint32)
-    return MultiPackIndex(version, fmt, pack_names, names, pack_ids, offsets, pseudo, bitmapped, data[-rawsz:])
+    return offsets

@@ -19,9 +19,10 @@ import numpy as np
 from packorder import _native
 from packorder.format.pack import OBJ_COMMIT
 from packorder.native_call import pack_errors
-from packorder.repacking.repo import ObjectTable, Repository, id_rows
 from packorder.repacking.writer import WrittenPack
 from packorder.store.object_ids import keys, lookup, sort_keys
+from packorder.store.repository import Repository, id_rows
+from packorder.walk.objects import ObjectTable
 
 RECENT = 100
 DENSE_UNTIL, DENSE_STEP = 20_000, 100

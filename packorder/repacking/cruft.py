@@ -32,8 +32,9 @@ from packorder import gitcmd
 from packorder.errors import RepositoryError
 from packorder.format.object_format import ObjectFormat
 from packorder.format.pack import OBJ_BLOB
-from packorder.repacking.repo import ObjectTable, Repository
 from packorder.store.object_ids import keys, lookup
+from packorder.store.repository import Repository
+from packorder.walk.objects import ObjectTable
 
 GITLINK_MODE = b"160000"
 

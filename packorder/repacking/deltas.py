@@ -24,9 +24,10 @@ from packorder.format.pack import OBJ_TREE
 from packorder.native_call import loose_header, pack_errors, run_job
 from packorder.orders.families import chain_depths, roots_and_depths
 from packorder.progress import ProgressCallback
-from packorder.repacking.repo import LOOSE, ObjectTable, Repository
 from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT
 from packorder.store.object_ids import id_order, keys, lookup
+from packorder.store.repository import LOOSE, Repository
+from packorder.walk.objects import ObjectTable
 
 
 @dataclass

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +29,14 @@ from packorder.repacking import install as install_mod
 from packorder.repacking import midx_policy, recovery, rollup, space
 from packorder.repacking import pack_groups as groups_mod
 from packorder.repacking import snapshot as snapshot_mod
-from packorder.repacking.options import RepackRequest, read_options
+from packorder.repacking.options import RepackOptions, RepackRequest, read_options
 from packorder.repacking.pack_groups import PROMISOR, REACHABLE, PackGroup
 from packorder.repacking.repack_result import RepackResult, Warnings
-from packorder.repacking.repo import PackSource, Repository, open_repository
 from packorder.settings import peak_rss
 from packorder.store import midx as midx_mod
 from packorder.store.object_ids import keys, lookup
+from packorder.store.repository import PackSource, Repository, open_repository
+from packorder.walk.history import ObjectHistory
 
 
 def candidates(repo: Repository, layered: frozenset[Path] = frozenset()) -> list[geometry_mod.Candidate]:
@@ -68,59 +70,37 @@ def geometric_bitmap(repo: Repository, given: bool | None, write_midx: str | Non
 
 
 def repack_geometric(
-    repo_path: str | os.PathLike[str] | None = None,
+    repo_path: str | os.PathLike[str] | None,
+    request: RepackRequest,
     *,
-    factor: int = 2,
-    delete: bool = True,
-    write_midx: str | None = None,
-    order: str | None = None,
-    no_reuse_delta: bool = False,
-    window: int | None = None,
-    depth: int | None = None,
-    threads: int | None = None,
-    write_bitmap: bool | None = None,
-    verify: str | None = None,
-    local: bool = True,
-    update_server_info: bool | None = None,
-    dry_run: bool = False,
     progress: ProgressCallback | None = None,
     warn: Callable[[str], None] | None = None,
     lock: object = True,
 ) -> RepackResult:
-    """Roll up the packs that break a geometric progression of factor `factor` (and the
-    loose objects) into one pack in the configured order; with `delete`, remove what it
-    replaces; with `write_midx` ("plain" or "incremental"), write a multi-pack-index of the
-    packs that stay, the ordered pack preferred. Raises PackError subclasses with the
-    repository untouched on any failure. `lock`: True to take the repository's lock, or a
-    lock the caller (packorder gc) holds."""
+    """Roll up the packs that break a geometric progression of factor `request.geometric`
+    (and the loose objects) into one pack in the configured order; with `request.delete`,
+    remove what it replaces; with `request.write_midx` ("plain" or "incremental"), write a
+    multi-pack-index of the packs that stay, the ordered pack preferred. Raises PackError
+    subclasses with the repository untouched on any failure. `lock`: True to take the
+    repository's lock, or a lock the caller (packorder gc) holds."""
+    factor, write_midx = request.geometric or 0, request.write_midx
     if factor < 1:
         raise UsageError("{factor} takes a positive number", params=("factor",))
-    if write_midx is not None and write_midx not in midx_policy.MODES:
-        raise UsageError(f"unknown value for --write-midx: {write_midx}")
+    request.check()
     started = time.perf_counter()
     seconds: dict[str, float] = {}
     warnings = Warnings(warn)
-    start = snapshot_mod.take(repo_path, lock=False if dry_run else lock, order=order, warn=warnings, walks=False)
+    lock = False if request.dry_run else lock
+    start = snapshot_mod.take(repo_path, lock=lock, order=request.order, warn=warnings, walks=False)
     with start:
-        repo = open_repository(snapshot=start)
-        bitmap = geometric_bitmap(repo, write_bitmap, write_midx)
-        request = RepackRequest(
-            order=order,
-            no_reuse_delta=no_reuse_delta,
-            window=window,
-            depth=depth,
-            threads=threads,
-            write_bitmap=bitmap,
-            verify=verify,
-            local=local,
-            update_server_info=update_server_info,
-        )
-        opts = read_options(repo, request)
+        repo = open_repository(listing=start)
+        bitmap = geometric_bitmap(repo, request.write_bitmap, write_midx)
+        opts = read_options(repo, replace(request, write_bitmap=bitmap))
         t = time.perf_counter()
         layered = _old_layer_packs(repo) if write_midx == "incremental" else frozenset()
         geometry = geometry_mod.plan(candidates(repo, layered), factor, local=True)
         crash_point("geometry-chosen")
-        found = rollup.collect(repo, geometry, opts.order, local, opts.threads)
+        found = rollup.collect(repo, geometry, opts.order, request.local, opts.threads)
         seconds["enumerate"] = time.perf_counter() - t
         table = found.table
         groups = [
@@ -138,47 +118,76 @@ def repack_geometric(
         history = rollup.history(repo, found, opts.order, opts.threads) if groups else None
         seconds["order"] = time.perf_counter() - t
         going = [repo.packs[i] for i in found.packs]
-        result = _result(repo, opts, geometry, table, groups, going, dry_run, write_midx)
-        if dry_run:
-            return _finish(result, seconds, started, warnings)
-        space.check(repo.pack_dir, sum(space.needed(repo, table.subset(g.rows), g.choice, g.deltas) for g in groups))
-        journal = recovery.Journal(repo.git_dir)
-        result.packs = install_mod.write_and_install(
-            repo,
-            table,
-            groups,
-            opts,
-            repo.pack_dir,
-            result,
-            journal,
-            history,
-            None,
-            np.zeros(table.count, dtype=np.int64),
-            None,
-            seconds,
-            progress,
-        )
-        t = time.perf_counter()
-        # A roll-up of exactly the objects one pack rolled up holds is that very pack again (a
-        # run killed after installing it): it stays, and is not among what goes.
-        going = [p for p in going if p.path not in result.packs]
-        staying = [p for p in repo.packs if p not in going and not p.foreign and p.path not in result.packs]
-        try:
-            if write_midx is not None:
-                _write_midx(repo, geometry, staying, result, write_midx, bitmap, warnings)
-            if delete and (going or len(found.loose)):
-                _remove_rolled_up(repo, going, found.loose, staying, result, journal, warnings)
-        except BaseException:
-            install_mod.withdraw(repo, result, journal)
-            raise
-        finally:
-            journal.finish()
-        if opts.update_server_info:
-            install_mod.update_server_info(repo)
-            result.server_info = True
-            crash_point("server-info-updated")
-        seconds["install"] = time.perf_counter() - t
+        result = _result(repo, opts, geometry, table, groups, going, request.dry_run, write_midx)
+        if not request.dry_run:
+            installed = _Installed(repo, opts, found, groups, going, result)
+            _install(installed, request, geometry, bitmap, history, seconds, warnings, progress)
     return _finish(result, seconds, started, warnings)
+
+
+@dataclass
+class _Installed:
+    """A roll-up about to be written and installed: what it holds and what it replaces."""
+
+    repo: Repository
+    opts: RepackOptions
+    found: rollup.RollUp
+    groups: list[PackGroup]
+    going: list[PackSource]
+    result: RepackResult
+
+
+def _install(
+    run: _Installed,
+    request: RepackRequest,
+    geometry: geometry_mod.Geometry,
+    bitmap: bool,
+    history: ObjectHistory | None,
+    seconds: dict[str, float],
+    warnings: Warnings,
+    progress: ProgressCallback | None,
+) -> None:
+    """Write the roll-up, install it, then write the multi-pack-index and remove what it
+    replaced (all withdrawn if that fails)."""
+    repo, table, result = run.repo, run.found.table, run.result
+    space.check(repo.pack_dir, sum(space.needed(repo, table.subset(g.rows), g.choice, g.deltas) for g in run.groups))
+    journal = recovery.Journal(repo.git_dir)
+    no_ages = np.zeros(table.count, dtype=np.int64)
+    result.packs = install_mod.write_and_install(
+        repo,
+        table,
+        run.groups,
+        run.opts,
+        repo.pack_dir,
+        result,
+        journal,
+        history,
+        None,
+        no_ages,
+        None,
+        seconds,
+        progress,
+    )
+    t = time.perf_counter()
+    # A roll-up of exactly the objects one pack rolled up holds is that very pack again (a
+    # run killed after installing it): it stays, and is not among what goes.
+    going = [p for p in run.going if p.path not in result.packs]
+    staying = [p for p in repo.packs if p not in going and not p.foreign and p.path not in result.packs]
+    try:
+        if request.write_midx is not None:
+            _write_midx(repo, geometry, staying, result, request.write_midx, bitmap, warnings)
+        if request.delete and (going or len(run.found.loose)):
+            _remove_rolled_up(repo, going, run.found.loose, staying, result, journal, warnings)
+    except BaseException:
+        install_mod.withdraw(repo, result, journal)
+        raise
+    finally:
+        journal.finish()
+    if run.opts.update_server_info:
+        install_mod.update_server_info(repo)
+        result.server_info = True
+        crash_point("server-info-updated")
+    seconds["install"] = time.perf_counter() - t
 
 
 def _finish(result: RepackResult, seconds: dict[str, float], started: float, warnings: Warnings) -> RepackResult:

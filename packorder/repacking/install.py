@@ -21,10 +21,12 @@ from packorder.repacking.options import RepackOptions
 from packorder.repacking.pack_groups import CRUFT, PROMISOR, REACHABLE, PackGroup
 from packorder.repacking.recovery import Journal
 from packorder.repacking.repack_result import RepackResult
-from packorder.repacking.repo import ObjectHistory, ObjectTable, PackSource, Repository
 from packorder.repacking.writer import IndexFiles
 from packorder.store import midx as midx_mod
 from packorder.store.object_ids import keys, lookup, sort_keys
+from packorder.store.repository import PackSource, Repository
+from packorder.walk.history import ObjectHistory
+from packorder.walk.objects import ObjectTable
 
 
 def install(tmp_pack: Path, files: IndexFiles, checksum: bytes, out_dir: Path, promisor: bool) -> Path:

@@ -114,217 +114,204 @@ def gc(
     unless a threshold is passed (GcResult.auto says which), and a repository held by
     another gc or by Git's maintenance is left alone quietly, as `git gc --auto` leaves it.
     `log` is called with Git's notices ("Auto packing the repository ...")."""
-    from packorder.repacking.pipeline import repack
-
     started = time.perf_counter()
-    warnings: list[str] = []
-
-    def note(message: str) -> None:
-        warnings.append(message)
-        if warn is not None:
-            warn(message)
-
-    git_dir = gitcmd.find_git_dir(repo_path)
-    config = gitcmd.read_config(git_dir)
-    bare = config.bare(git_dir)
-    order = configured_order(config, order)
-    if prune is KEEP_CONFIGURED:
-        prune_expire = _expiry_setting(config, "gc.pruneExpire", DEFAULT_PRUNE_EXPIRE, git_dir)
-    elif prune is None:
-        prune_expire = None
-    else:
-        assert isinstance(prune, str)
-        prune_expire = None if expiry.expiration(prune, "prune", git_dir) is None else prune
-    worktree_expire = _expiry_setting(config, "gc.worktreePruneExpire", DEFAULT_WORKTREE_PRUNE_EXPIRE, git_dir)
-    if not config.get_bool("gc.cruftPacks", True):
-        note("gc.cruftPacks=false is not followed: packorder keeps unreachable objects in a cruft pack")
-    if max_cruft_size is None:
-        max_cruft_size = config.get_int("gc.maxCruftSize", 0) or None
-    strategy = strategy_of(config)
-    result = GcResult(git_dir, ran=False, auto=None)
-    t = time.perf_counter()
-    plan = auto_check(git_dir, config, order, strategy)
-    result.seconds["auto_check"] = time.perf_counter() - t
-    # An all-into-one repack where one is due, asked for, or needed to prune at a date given
-    # (a roll-up keeps unreachable objects).
-    if strategy == "full" or full or aggressive or (prune is not KEEP_CONFIGURED and prune_expire is not None):
-        plan.full = True
+    run = GcRun(gitcmd.find_git_dir(repo_path), auto, aggressive, quiet, progress, warn)
+    run.read_settings(full, prune, order, verify, max_cruft_size)
+    plan = run.plan
     if auto:
-        result.auto = plan
-        if not plan.needed or not _pre_auto_gc_hook_allows(git_dir):
-            result.warnings = warnings
-            result.seconds["total"] = time.perf_counter() - started
-            return result
+        run.result.auto = plan
+        if not plan.needed or not _pre_auto_gc_hook_allows(run.git_dir):
+            return run.finish(started, ran=False)
         if log is not None and not quiet and plan.full:
             log("Auto packing the repository for optimum performance.")
             log('See "packorder gc --help" and docs/maintenance.md for manual housekeeping.')
     notes: list[str] = []
     try:
-        held = lock_mod.acquire(git_dir, notes.append, force=force, maintenance_wait=0 if auto else None)
+        held = lock_mod.acquire(run.git_dir, notes.append, force=force, maintenance_wait=0 if auto else None)
     except lock_mod.LockHeld:
         if auto:
-            result.warnings = warnings
-            return result  # quiet on --auto, as git gc is
+            run.result.warnings = run.warnings
+            return run.result  # quiet on --auto, as git gc is
         raise
     # A killed run's lock taken over and its leftovers cleaned: one line for both.
-    recovery.recover(git_dir, notes.append)
+    recovery.recover(run.git_dir, notes.append)
     if notes:
-        note("; ".join(notes))
+        run.note("; ".join(notes))
     rolling = auto and not plan.full
     try:
         if rolling:
-            result.repack = _roll_up(git_dir, config, order, verify, None if quiet else progress, note, held)
-            result.steps.append("geometric-repack")
+            run.roll_up(held)
         else:
-            _run_steps(
-                result,
-                git_dir,
-                config,
-                bare=bare,
-                auto=auto,
-                aggressive=aggressive,
-                prune_expire=prune_expire,
-                worktree_expire=worktree_expire,
-                quiet=quiet,
-                order=order,
-                verify=verify,
-                progress=progress,
-                note=note,
-                held=held,
-                repack=repack,
-                plan=plan,
-                max_cruft_size=max_cruft_size,
-            )
+            run.steps(held)
     finally:
         held.release()
     if rolling:
         # Git's geometric maintenance's other tasks, each on its own condition; after the
         # lock, since Git's maintenance skips its run while objects/maintenance.lock is held.
-        _git_maintenance_tasks(result, git_dir)
-    result.ran = True
-    result.warnings = warnings
-    result.seconds["total"] = time.perf_counter() - started
-    return result
+        _git_maintenance_tasks(run.result, run.git_dir)
+    return run.finish(started, ran=True)
 
 
-def _run_steps(
-    result: GcResult,
-    git_dir: Path,
-    config: gitcmd.Config,
-    *,
-    bare: bool,
-    auto: bool,
-    aggressive: bool,
-    prune_expire: str | None,
-    worktree_expire: str | None,
-    quiet: bool,
-    order: str,
-    verify: str | None,
-    progress: ProgressCallback | None,
-    note: Callable[[str], None],
-    held: lock_mod.RepositoryLock,
-    repack: Callable[..., object],
-    plan: AutoCheck,
-    max_cruft_size: int | None,
-) -> None:
-    from packorder.repacking import snapshot
+class GcRun:
+    """One `packorder gc`: its settings read once from the call and the configuration, Git's
+    steps and packorder's repack run in Git's order, into one GcResult."""
 
-    def step(name: str, *args: str) -> None:
+    def __init__(
+        self,
+        git_dir: Path,
+        auto: bool,
+        aggressive: bool,
+        quiet: bool,
+        progress: ProgressCallback | None,
+        warn: Callable[[str], None] | None,
+    ) -> None:
+        self.git_dir = git_dir
+        self.config = gitcmd.read_config(git_dir)
+        self.auto, self.aggressive, self.quiet = auto, aggressive, quiet
+        self.progress = None if quiet else progress
+        self.warn = warn
+        self.warnings: list[str] = []
+        self.result = GcResult(git_dir, ran=False, auto=None)
+
+    def note(self, message: str) -> None:
+        self.warnings.append(message)
+        if self.warn is not None:
+            self.warn(message)
+
+    def read_settings(
+        self, full: bool, prune: object, order: str | None, verify: str | None, max_cruft_size: int | None
+    ) -> None:
+        """The settings the run keeps, each from the call, else the configuration, else Git's
+        default; and the plan (auto.py): what is due."""
+        config, git_dir = self.config, self.git_dir
+        self.order = configured_order(config, order)
+        self.verify = verify
+        if prune is KEEP_CONFIGURED:
+            self.prune_expire = _expiry_setting(config, "gc.pruneExpire", DEFAULT_PRUNE_EXPIRE, git_dir)
+        elif prune is None:
+            self.prune_expire = None
+        else:
+            assert isinstance(prune, str)
+            self.prune_expire = None if expiry.expiration(prune, "prune", git_dir) is None else prune
+        self.worktree_expire = _expiry_setting(config, "gc.worktreePruneExpire", DEFAULT_WORKTREE_PRUNE_EXPIRE, git_dir)
+        if not config.get_bool("gc.cruftPacks", True):
+            self.note("gc.cruftPacks=false is not followed: packorder keeps unreachable objects in a cruft pack")
+        self.max_cruft_size = (
+            max_cruft_size if max_cruft_size is not None else config.get_int("gc.maxCruftSize", 0) or None
+        )
+        strategy = strategy_of(config)
         t = time.perf_counter()
-        proc = gitcmd.run(list(args), git_dir=git_dir, check=False, capture_output=True)
-        result.seconds[name] = time.perf_counter() - t
+        self.plan = auto_check(git_dir, config, self.order, strategy)
+        self.result.seconds["auto_check"] = time.perf_counter() - t
+        # An all-into-one repack where one is due, asked for, or needed to prune at a date
+        # given (a roll-up keeps unreachable objects).
+        pruning_at_a_date = prune is not KEEP_CONFIGURED and self.prune_expire is not None
+        if strategy == "full" or full or self.aggressive or pruning_at_a_date:
+            self.plan.full = True
+
+    def finish(self, started: float, ran: bool) -> GcResult:
+        self.result.ran = ran
+        self.result.warnings = self.warnings
+        self.result.seconds["total"] = time.perf_counter() - started
+        return self.result
+
+    def step(self, name: str, *args: str) -> None:
+        """One of Git's steps; its failure stops the run."""
+        t = time.perf_counter()
+        proc = gitcmd.run(list(args), git_dir=self.git_dir, check=False, capture_output=True)
+        self.result.seconds[name] = time.perf_counter() - t
         if proc.returncode != 0:
             err = gitcmd.stderr_line(proc.stderr) or f"exit {proc.returncode}"
             raise RepositoryError(f"failed to run git {' '.join(args)}: {err}")
-        result.steps.append(name)
+        self.result.steps.append(name)
 
-    # What is cheap to prove before Git's steps change refs and reflogs: the loose objects
-    # (damage inside a pack is for the repack to find, after them, as with git gc).
-    check_loose_objects(git_dir, object_formats.named(config.object_format))
-    if _pack_refs_wanted(config, bare):
-        extra = ["--auto"] if auto and _git_supports(git_dir, "pack-refs", "--auto") else []
-        step("pack-refs", "pack-refs", "--all", "--prune", *extra)
-    if not _both_never(config, git_dir):
-        step("reflog-expire", "reflog", "expire", "--all")
-    t = time.perf_counter()
-    depth = window = None
-    if aggressive:
-        depth = config.get_int("gc.aggressiveDepth", DEFAULT_AGGRESSIVE_DEPTH)
-        window = config.get_int("gc.aggressiveWindow", DEFAULT_AGGRESSIVE_WINDOW)
-        depth = depth if depth > 0 else None
-        window = window if window > 0 else None
-    midx = "plain" if plan.strategy == "geometric" and config.get_bool("core.multiPackIndex", True) else None
-    if plan.full:
-        start = snapshot.take(git_dir, lock=held, order=order, warn=note)
-        result.repack = repack(
+    def steps(self, held: lock_mod.RepositoryLock) -> None:
+        """Git's gc steps in Git's order, packorder's repack in the place of Git's."""
+        config, git_dir = self.config, self.git_dir
+        # What is cheap to prove before Git's steps change refs and reflogs: the loose objects
+        # (damage inside a pack is for the repack to find, after them, as with git gc).
+        check_loose_objects(git_dir, object_formats.named(config.object_format))
+        if _pack_refs_wanted(config, config.bare(git_dir)):
+            extra = ["--auto"] if self.auto and _git_supports(git_dir, "pack-refs", "--auto") else []
+            self.step("pack-refs", "pack-refs", "--all", "--prune", *extra)
+        if not _both_never(config, git_dir):
+            self.step("reflog-expire", "reflog", "expire", "--all")
+        if self.plan.full:
+            self.full_repack(held)
+        else:
+            # The small packs and loose objects roll up in order; a roll-up keeps unreachable
+            # objects (as Git's does), so there is nothing for `git prune` until the next
+            # all-into-one repack moves them to a cruft pack.
+            self.roll_up(held)
+        if self.worktree_expire is not None:
+            self.step("worktree-prune", "worktree", "prune", "--expire", self.worktree_expire)
+        self.step("rerere-gc", "rerere", "gc")
+        _remove_indexes_without_packs(git_dir / "objects" / "pack")
+        if config.get_bool("gc.writeCommitGraph", True) and config.get_bool("core.commitGraph", True):
+            self.step(
+                "commit-graph", "commit-graph", "write", "--reachable", *(["--no-progress"] if self.quiet else [])
+            )
+        auto_limit = config.get_int("packorder.auto", config.get_int("gc.auto", DEFAULT_AUTO))
+        if self.auto and self.plan.full and loose_estimate(git_dir / "objects") // 256 > math.ceil(auto_limit / 256):
+            self.note("There are too many unreachable loose objects; run 'git prune' to remove them.")
+
+    def full_repack(self, held: lock_mod.RepositoryLock) -> None:
+        """The all-into-one repack in order (aggressive: deltas searched anew, Git's
+        aggressive window and depth), then `git prune` where it could remove something."""
+        from packorder.repacking import snapshot
+        from packorder.repacking.pipeline import repack
+
+        config, git_dir = self.config, self.git_dir
+        t = time.perf_counter()
+        depth = window = None
+        if self.aggressive:
+            depth = config.get_int("gc.aggressiveDepth", DEFAULT_AGGRESSIVE_DEPTH)
+            window = config.get_int("gc.aggressiveWindow", DEFAULT_AGGRESSIVE_WINDOW)
+            depth = depth if depth > 0 else None
+            window = window if window > 0 else None
+        geometric = self.plan.strategy == "geometric" and config.get_bool("core.multiPackIndex", True)
+        start = snapshot.take(git_dir, lock=held, order=self.order, warn=self.note)
+        self.result.repack = repack(
             git_dir,
-            order=order,
-            no_reuse_delta=aggressive,
+            order=self.order,
+            no_reuse_delta=self.aggressive,
             depth=depth,
             window=window,
-            verify=verify,
-            cruft_expiration=prune_expire,
-            max_cruft_size=max_cruft_size,
+            verify=self.verify,
+            cruft_expiration=self.prune_expire,
+            max_cruft_size=self.max_cruft_size,
             local=True,
-            write_midx=midx,
-            progress=None if quiet else progress,
-            warn=note,
+            write_midx="plain" if geometric else None,
+            progress=self.progress,
+            warn=self.note,
             start=start,
         )
-        result.seconds["repack"] = time.perf_counter() - t
-        result.steps.append("repack")
-        if prune_expire is not None and _prune_could_remove(git_dir, prune_expire):
-            args = ["prune", "--expire", prune_expire]
-            if quiet:
+        self.result.seconds["repack"] = time.perf_counter() - t
+        self.result.steps.append("repack")
+        if self.prune_expire is not None and _prune_could_remove(git_dir, self.prune_expire):
+            args = ["prune", "--expire", self.prune_expire]
+            if self.quiet:
                 args.append("--no-progress")
             if _has_promisor_remote(config):
                 args.append("--exclude-promisor-objects")
-            step("prune", *args)
-    else:
-        # The small packs and loose objects roll up in order; a roll-up keeps unreachable
-        # objects (as Git's does), so there is nothing for `git prune` until the next
-        # all-into-one repack moves them to a cruft pack.
-        result.repack = _roll_up(git_dir, config, order, verify, None if quiet else progress, note, held)
-        result.seconds["geometric-repack"] = time.perf_counter() - t
-        result.steps.append("geometric-repack")
-    if worktree_expire is not None:
-        step("worktree-prune", "worktree", "prune", "--expire", worktree_expire)
-    step("rerere-gc", "rerere", "gc")
-    _remove_indexes_without_packs(git_dir / "objects" / "pack")
-    if config.get_bool("gc.writeCommitGraph", True) and config.get_bool("core.commitGraph", True):
-        step("commit-graph", "commit-graph", "write", "--reachable", *(["--no-progress"] if quiet else []))
-    if (
-        auto
-        and plan.full
-        and loose_estimate(git_dir / "objects") // 256
-        > math.ceil(config.get_int("packorder.auto", config.get_int("gc.auto", DEFAULT_AUTO)) / 256)
-    ):
-        note("There are too many unreachable loose objects; run 'git prune' to remove them.")
+            self.step("prune", *args)
 
+    def roll_up(self, held: lock_mod.RepositoryLock) -> None:
+        """The geometric repack of Git's geometric maintenance, in packorder's order, with a
+        multi-pack-index unless core.multiPackIndex is off."""
+        from packorder.repacking.geometric import repack_geometric
+        from packorder.repacking.options import RepackRequest
 
-def _roll_up(
-    git_dir: Path,
-    config: gitcmd.Config,
-    order: str,
-    verify: str | None,
-    progress: ProgressCallback | None,
-    note: Callable[[str], None],
-    held: lock_mod.RepositoryLock,
-) -> object:
-    """The geometric repack of Git's geometric maintenance, in packorder's order, with a
-    multi-pack-index unless core.multiPackIndex is off."""
-    from packorder.repacking.geometric import repack_geometric
-
-    return repack_geometric(
-        git_dir,
-        factor=split_factor(config),
-        write_midx="plain" if config.get_bool("core.multiPackIndex", True) else None,
-        order=order,
-        verify=verify,
-        progress=progress,
-        warn=note,
-        lock=held,
-    )
+        t = time.perf_counter()
+        request = RepackRequest(
+            order=self.order,
+            verify=self.verify,
+            geometric=split_factor(self.config),
+            write_midx="plain" if self.config.get_bool("core.multiPackIndex", True) else None,
+        )
+        self.result.repack = repack_geometric(self.git_dir, request, progress=self.progress, warn=self.note, lock=held)
+        self.result.seconds["geometric-repack"] = time.perf_counter() - t
+        self.result.steps.append("geometric-repack")
 
 
 # Git's maintenance tasks that touch no pack, newest last: Git before 2.50 knows the first two.

@@ -18,10 +18,9 @@ from pathlib import Path
 
 from packorder import gitcmd
 from packorder.repacking.geometry import Geometry
-from packorder.repacking.repo import Repository
 from packorder.store import midx as midx_mod
+from packorder.store.repository import Repository
 
-MODES = ("plain", "incremental")
 DEFAULT_SPLIT_FACTOR = 2
 
 

@@ -11,14 +11,15 @@ Every default comes from a config key where there is one: packorder's own keys f
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 
 from packorder import gitcmd, settings
 from packorder.errors import UsageError
 from packorder.orders.catalog import configured_order
 from packorder.repacking import expiry
-from packorder.repacking.repo import Repository
-from packorder.settings import DEFAULT_VERIFY, VERIFY_MODES, compression_level, thread_count
+from packorder.settings import DEFAULT_VERIFY, MIDX_MODES, VERIFY_MODES, compression_level, thread_count
+from packorder.store.repository import Repository
 
 GIT_DEPTH_LIMIT = 4095
 NAME_HASH_VERSIONS = (1, 2)  # Git's --name-hash-version
@@ -44,6 +45,30 @@ class RepackRequest:
     update_server_info: bool | None = None
     path_walk: bool | None = None  # None: pack.usePathWalk
     name_hash_version: int | None = None  # None: 1
+    # How the run installs what it writes.
+    write_midx: str | None = None  # of settings.MIDX_MODES
+    delete: bool = True  # remove what the new packs replace (Git's -d)
+    geometric: int | None = None  # roll up only the packs that break a progression of this factor
+    dry_run: bool = False
+    output_dir: str | os.PathLike[str] | None = None  # write the packs there, leaving the repository as it is
+
+    @property
+    def in_place(self) -> bool:
+        return self.output_dir is None and not self.dry_run
+
+    def check(self, snapshot_given: bool = False) -> None:
+        """Refuse what cannot be combined, before anything is read or locked."""
+        if self.geometric:
+            if self.output_dir is not None or snapshot_given or self.ref_delta or self.repick_backward:
+                raise UsageError("a geometric repack works in place and reuses the deltas it keeps as they are")
+            if self.path_walk or self.name_hash_version is not None:
+                raise UsageError("a geometric repack searches its roll-up's deltas by name hash: drop --path-walk")
+        if self.write_midx is not None and self.write_midx not in MIDX_MODES:
+            raise UsageError(f"unknown value for --write-midx: {self.write_midx}")
+        if self.write_midx is not None and self.output_dir is not None:
+            raise UsageError("a pack in output_dir gets no multi-pack-index: it belongs beside the repository's packs")
+        if self.output_dir is not None and self.write_bitmap:
+            raise UsageError("a pack in output_dir gets no bitmap: a bitmap belongs beside the repository's own packs")
 
 
 @dataclass

@@ -25,9 +25,11 @@ from packorder.repacking import deltas as deltas_mod
 from packorder.repacking import writer as writer_mod
 from packorder.repacking.options import RepackOptions
 from packorder.repacking.placement import write_order
-from packorder.repacking.repo import ObjectHistory, ObjectTable, PackSource, Repository
 from packorder.settings import delta_base_cache_limit, physical_memory
 from packorder.store.object_ids import id_order, keys
+from packorder.store.repository import PackSource, Repository
+from packorder.walk.history import ObjectHistory
+from packorder.walk.objects import ObjectTable
 
 REACHABLE, PROMISOR, CRUFT = "reachable", "promisor", "cruft"
 # The cruft pack's order: its objects have no place in history, and recency needs no walk.

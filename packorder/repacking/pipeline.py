@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from packorder.errors import UsageError
 from packorder.faults import crash_point
 from packorder.native_call import core_errors
-from packorder.orders.registry import ORDERS
+from packorder.orders.catalog import CATALOG
 from packorder.progress import ProgressCallback
 from packorder.repacking import cruft as cruft_mod
 from packorder.repacking import drift as drift_mod
@@ -34,16 +35,11 @@ from packorder.repacking.options import RepackOptions, RepackRequest, read_optio
 from packorder.repacking.pack_groups import CRUFT, MIN_PACK_SIZE_LIMIT
 from packorder.repacking.placement import entry_sizes, write_order
 from packorder.repacking.repack_result import RepackResult, Warnings
-from packorder.repacking.repo import (
-    ObjectTable,
-    PackSource,
-    Repository,
-    enumerate_objects,
-    object_history,
-    open_repository,
-)
 from packorder.settings import peak_rss
 from packorder.store import midx as midx_mod
+from packorder.store.repository import PackSource, Repository, open_repository
+from packorder.walk.history import ObjectHistory, object_history
+from packorder.walk.objects import ObjectTable, enumerate_objects
 
 
 @core_errors
@@ -92,34 +88,6 @@ def repack(
     each warning as it happens (they are in the result too). `start` is a snapshot.take() of
     the repository (locked when repacking in place), for a caller that starts Git's walk
     before importing this module; repack takes its own otherwise."""
-    if geometric:
-        if output_dir is not None or start is not None or ref_delta or repick_backward_deltas:
-            raise UsageError("a geometric repack works in place and reuses the deltas it keeps as they are")
-        if path_walk or name_hash_version is not None:
-            raise UsageError("a geometric repack searches its roll-up's deltas by name hash: drop --path-walk")
-        from packorder.repacking.geometric import repack_geometric
-
-        return repack_geometric(
-            repo_path,
-            factor=geometric,
-            delete=delete,
-            write_midx=write_midx,
-            order=order,
-            no_reuse_delta=no_reuse_delta,
-            window=window,
-            depth=depth,
-            threads=threads,
-            write_bitmap=write_bitmap,
-            verify=verify,
-            local=local,
-            update_server_info=update_server_info,
-            dry_run=dry_run,
-            progress=progress,
-            warn=warn,
-        )
-    started = time.perf_counter()
-    seconds: dict[str, float] = {}
-    warnings = Warnings(warn)
     request = RepackRequest(
         order=order,
         no_reuse_delta=no_reuse_delta,
@@ -137,162 +105,268 @@ def repack(
         combine_cruft_below_size=combine_cruft_below_size,
         local=local,
         update_server_info=update_server_info,
+        write_midx=write_midx,
+        delete=delete,
+        geometric=geometric,
+        dry_run=dry_run,
+        output_dir=output_dir,
     )
-    if write_midx is not None and write_midx not in midx_policy.MODES:
-        raise UsageError(f"unknown value for --write-midx: {write_midx}")
-    if write_midx is not None and output_dir is not None:
-        raise UsageError("a pack in output_dir gets no multi-pack-index: it belongs beside the repository's packs")
-    in_place = output_dir is None and not dry_run
-    if output_dir is not None and write_bitmap:
-        raise UsageError("a pack in output_dir gets no bitmap: a bitmap belongs beside the repository's own packs")
-    if start is None:
-        start = snapshot_mod.take(repo_path, lock=in_place, order=order, warn=warnings, bitmap=write_bitmap)
-    else:
-        if start.locked != in_place:
+    request.check(snapshot_given=start is not None)
+    if geometric:
+        from packorder.repacking.geometric import repack_geometric
+
+        return repack_geometric(repo_path, request, progress=progress, warn=warn)
+    return RepackRun(request, progress, Warnings(warn)).run(repo_path, start)
+
+
+class RepackRun:
+    """One all-into-one repack, step by step: snapshot, enumerate, group, choose deltas,
+    then plan (a dry run) or write, verify and install, and remove what was replaced."""
+
+    def __init__(self, request: RepackRequest, progress: ProgressCallback | None, warnings: Warnings) -> None:
+        self.request = request
+        self.progress = progress
+        self.warnings = warnings
+        self.seconds: dict[str, float] = {}
+
+    def run(self, repo_path: str | os.PathLike[str] | None, start: snapshot_mod.Snapshot | None) -> RepackResult:
+        started = time.perf_counter()
+        start = self._snapshot(repo_path, start)
+        with start:
+            repo = open_repository(listing=start)
+            opts = read_options(repo, self.request)
+            out_dir = self._out_dir(repo)
+            found = self._enumerate(repo, start, opts)
+            groups, split_at = self._groups(repo, found.table, opts)
+            self._choose_deltas(repo, found.table, groups, opts, out_dir)
+            midx_bitmap = self._decide_bitmap(opts, found.table)
+            result = _result(repo, opts, found, groups, self.request.dry_run)
+            # Objects placed by where they sit in history: one set of walks for the whole
+            # table (started with the snapshot when the caller knew the order), cut per pack.
+            t = time.perf_counter()
+            needs = CATALOG[opts.order].needs
+            history = object_history(repo, found.table, needs, start.take_history_walks()) if needs else None
+            self.seconds["order"] = time.perf_counter() - t
+            if self.request.dry_run:
+                self._plan(repo, found.table, groups, opts, history)
+            else:
+                self._install(repo, found, groups, opts, out_dir, result, history, split_at, midx_bitmap)
+        self.seconds["total"] = time.perf_counter() - started
+        result.seconds = self.seconds
+        result.peak_rss_bytes = peak_rss()
+        result.warnings = self.warnings.seen
+        return result
+
+    def _snapshot(
+        self, repo_path: str | os.PathLike[str] | None, start: snapshot_mod.Snapshot | None
+    ) -> snapshot_mod.Snapshot:
+        """The caller's snapshot (locked exactly when repacking in place), or one taken now."""
+        request = self.request
+        if start is None:
+            return snapshot_mod.take(
+                repo_path, lock=request.in_place, order=request.order, warn=self.warnings, bitmap=request.write_bitmap
+            )
+        if start.locked != request.in_place:
             start.close()
             raise UsageError("the snapshot given to repack must be locked exactly when it repacks in place")
         # Printed when the snapshot was taken (before this call); the result keeps them too.
-        warnings.seen.extend(start.warnings)
-    with start:
-        repo = open_repository(snapshot=start)
-        opts = read_options(repo, request)
-        out_dir = Path(output_dir) if output_dir is not None else repo.pack_dir
-        if output_dir is not None:
-            out_dir.mkdir(parents=True, exist_ok=True)
+        self.warnings.seen.extend(start.warnings)
+        return start
+
+    def _out_dir(self, repo: Repository) -> Path:
+        if self.request.output_dir is None:
+            return repo.pack_dir
+        out_dir = Path(self.request.output_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return out_dir
+
+    def _enumerate(self, repo: Repository, start: snapshot_mod.Snapshot, opts: RepackOptions) -> _Enumerated:
+        """Every object to write, those expired left out (and remembered, to be pruned)."""
         t = time.perf_counter()
-        if progress is not None:
-            progress("Counting objects", 0, 0)
+        if self.progress is not None:
+            self.progress("Counting objects", 0, 0)
         retained = groups_mod.retained_cruft_packs(repo, opts)
-        table = enumerate_objects(repo, snapshot=start, local=opts.local, retained=[p.path for p in retained])
+        table = enumerate_objects(repo, started=start, local=opts.local, retained=[p.path for p in retained])
         crash_point("enumerated")
         t_cruft = time.perf_counter()
         selection = cruft_mod.select(repo, table, opts.cruft_expiration)
-        seconds["cruft"] = time.perf_counter() - t_cruft
-        pruned_oids = table.oids[selection.expired]
+        self.seconds["cruft"] = time.perf_counter() - t_cruft
         survivors = np.flatnonzero(~selection.expired)
-        ages = selection.mtimes[survivors]
-        table = table.subset(survivors)
-        if progress is not None:
-            progress("Counting objects", table.count, table.count)
-        seconds["enumerate"] = time.perf_counter() - t
+        found = _Enumerated(
+            table.subset(survivors), retained, table.oids[selection.expired], selection.mtimes[survivors], selection
+        )
+        if self.progress is not None:
+            self.progress("Counting objects", found.table.count, found.table.count)
+        self.seconds["enumerate"] = time.perf_counter() - t
+        return found
+
+    def _groups(
+        self, repo: Repository, table: ObjectTable, opts: RepackOptions
+    ) -> tuple[list[groups_mod.PackGroup], int | None]:
+        """The packs to write, and the size new cruft packs split at (None: no limit)."""
         cruft_sizes = split_at = None
         if opts.max_cruft_size is not None:
             cruft_sizes = entry_sizes(repo, table.subset(~table.reachable & ~table.promisor))
             split_at = max(opts.max_cruft_size, MIN_PACK_SIZE_LIMIT)
             if opts.max_cruft_size < MIN_PACK_SIZE_LIMIT:
-                warnings("minimum pack size limit is 1 MiB")  # Git's pack-objects raises it so too
-        groups = groups_mod.pack_groups(table, cruft_sizes, split_at)
+                self.warnings("minimum pack size limit is 1 MiB")  # Git's pack-objects raises it so too
+        return groups_mod.pack_groups(table, cruft_sizes, split_at), split_at
+
+    def _choose_deltas(
+        self,
+        repo: Repository,
+        table: ObjectTable,
+        groups: list[groups_mod.PackGroup],
+        opts: RepackOptions,
+        out_dir: Path,
+    ) -> None:
         t = time.perf_counter()
-        groups_mod.choose_deltas(repo, table, groups, opts, progress)
-        seconds["deltas"] = time.perf_counter() - t
+        groups_mod.choose_deltas(repo, table, groups, opts, self.progress)
+        self.seconds["deltas"] = time.perf_counter() - t
         crash_point("deltas-chosen")
-        if not dry_run:
-            space.check(
-                out_dir,
-                sum(space.needed(repo, table.subset(g.rows), g.choice, g.deltas) for g in groups if g.choice),
-            )
-        if opts.write_bitmap and output_dir is not None:
+        if not self.request.dry_run:
+            needed = sum(space.needed(repo, table.subset(g.rows), g.choice, g.deltas) for g in groups if g.choice)
+            space.check(out_dir, needed)
+
+    def _decide_bitmap(self, opts: RepackOptions, table: ObjectTable) -> bool:
+        """Whether the ordered pack gets a bitmap (opts.write_bitmap) or the multi-pack-index
+        does (the result): Git writes one or the other."""
+        if opts.write_bitmap and self.request.output_dir is not None:
             opts.write_bitmap = False  # a bitmap belongs beside the repository's packs only
         if opts.write_bitmap and table.in_alternates:
             # No pack of ours can hold everything reachable; Git gives up bitmaps too.
-            warnings("disabling bitmap writing, as some objects are not being packed (an alternate has them)")
+            self.warnings("disabling bitmap writing, as some objects are not being packed (an alternate has them)")
             opts.write_bitmap = False
         # With a multi-pack-index the bitmap is the index's, as Git writes it (no pack bitmap).
-        midx_bitmap = opts.write_bitmap and write_midx is not None
+        midx_bitmap = opts.write_bitmap and self.request.write_midx is not None
         if midx_bitmap:
             opts.write_bitmap = False
-        choices = [g.choice for g in groups if g.choice is not None]
-        result = RepackResult(
-            git_dir=repo.git_dir,
-            packs=[],
-            order=opts.order,
-            objects=table.count,
-            reachable=int(table.reachable.sum()),
-            unreachable_kept=int((~table.reachable).sum()),
-            unreachable_pruned=len(pruned_oids),
-            reused_deltas=sum(int(c.reused.sum()) for c in choices),
-            cut_deltas=sum(int(c.cut.sum()) for c in choices),
-            whole_objects=sum(int((c.base < 0).sum()) for c in choices),
-            pack_bytes=0,
-            old_pack_bytes=sum(p.path.stat().st_size for p in repo.packs if not p.foreign and not p.keep),
-            removed_packs=[],
-            removed_loose=0,
-            kept_packs=[p.path for p in repo.packs if p.keep],
-            promisor=bool(table.promisor.any()),
-            bitmap=dry_run and opts.write_bitmap,
-            dry_run=dry_run,
-            verify=opts.verify,
-            new_deltas=sum(len(g.deltas) for g in groups),
-            rescued=selection.rescued,
-            in_alternates=table.in_alternates,
-            retained_cruft_packs=[p.path for p in retained],
-            settings=opts.describe(),
-        )
-        # Objects placed by where they sit in history: one set of walks for the whole table
-        # (started with the snapshot when the caller knew the order), cut per pack below.
+        return midx_bitmap
+
+    def _plan(
+        self,
+        repo: Repository,
+        table: ObjectTable,
+        groups: list[groups_mod.PackGroup],
+        opts: RepackOptions,
+        history: ObjectHistory | None,
+    ) -> None:
+        """A dry run: each pack's order computed, nothing written."""
         t = time.perf_counter()
-        history = None
-        spec = ORDERS[opts.order]
-        if spec.needs_history:
-            history = object_history(
+        for group in groups:
+            assert group.choice is not None
+            write_order(
                 repo,
-                table,
-                start.take_history_walks(),
-                intro=spec.needs_intro,
-                unreleased=spec.needs_unreleased,
-                head=spec.needs_head,
+                table.subset(group.rows),
+                group.choice,
+                group.order(opts.order),
+                opts.ref_delta,
+                history.subset(group.rows) if history is not None and group.kind != CRUFT else None,
             )
-        seconds["order"] = time.perf_counter() - t
+        self.seconds["order"] += time.perf_counter() - t
+
+    def _install(
+        self,
+        repo: Repository,
+        found: _Enumerated,
+        groups: list[groups_mod.PackGroup],
+        opts: RepackOptions,
+        out_dir: Path,
+        result: RepackResult,
+        history: ObjectHistory | None,
+        split_at: int | None,
+        midx_bitmap: bool,
+    ) -> None:
+        """Write, verify and install the packs; in place, then remove what they replace."""
+        request, table = self.request, found.table
+        in_place = request.in_place
         bitmap_heads = groups_mod.bitmap_heads(repo, table, groups) if opts.write_bitmap and in_place else None
-        if dry_run:
-            t = time.perf_counter()
-            for group in groups:
-                assert group.choice is not None
-                write_order(
-                    repo,
-                    table.subset(group.rows),
-                    group.choice,
-                    group.order(opts.order),
-                    opts.ref_delta,
-                    history.subset(group.rows) if history is not None and group.kind != CRUFT else None,
-                )
-            seconds["order"] += time.perf_counter() - t
-        else:
-            journal = recovery.Journal(repo.git_dir) if in_place else None
-            result.packs = install_mod.write_and_install(
+        journal = recovery.Journal(repo.git_dir) if in_place else None
+        result.packs = install_mod.write_and_install(
+            repo,
+            table,
+            groups,
+            opts,
+            out_dir,
+            result,
+            journal,
+            history,
+            bitmap_heads,
+            found.ages,
+            split_at,
+            self.seconds,
+            self.progress,
+            ordered=True,
+        )
+        if not in_place:
+            return
+        assert journal is not None
+        midx = (request.write_midx, midx_bitmap) if request.write_midx is not None else None
+        try:
+            _replace_old(
                 repo,
                 table,
-                groups,
+                found.pruned_oids,
+                found.retained,
                 opts,
-                out_dir,
                 result,
                 journal,
-                history,
-                bitmap_heads,
-                ages,
-                split_at,
-                seconds,
-                progress,
-                ordered=True,
+                self.warnings,
+                self.seconds,
+                midx,
+                request.delete,
             )
-            if in_place:
-                assert journal is not None
-                midx = (write_midx, midx_bitmap) if write_midx is not None else None
-                try:
-                    _replace_old(
-                        repo, table, pruned_oids, retained, opts, result, journal, warnings, seconds, midx, delete
-                    )
-                except BaseException:
-                    install_mod.withdraw(repo, result, journal)
-                    journal.finish()
-                    raise
-                if result.misplaced is not None:
-                    drift_mod.remember(repo.git_dir, *result.misplaced)
-    seconds["total"] = time.perf_counter() - started
-    result.seconds = seconds
-    result.peak_rss_bytes = peak_rss()
-    result.warnings = warnings.seen
-    return result
+        except BaseException:
+            install_mod.withdraw(repo, result, journal)
+            journal.finish()
+            raise
+        if result.misplaced is not None:
+            drift_mod.remember(repo.git_dir, *result.misplaced)
+
+
+@dataclass
+class _Enumerated:
+    """What the repack writes, and what it leaves out."""
+
+    table: ObjectTable  # every object to write (the expired ones cut)
+    retained: list[PackSource]  # cruft packs kept as they are (--combine-cruft-below-size)
+    pruned_oids: np.ndarray  # the unreachable objects expired: removed with what they were in
+    ages: np.ndarray  # each object's age, for the cruft pack's .mtimes
+    selection: cruft_mod.CruftSelection
+
+
+def _result(
+    repo: Repository, opts: RepackOptions, found: _Enumerated, groups: list[groups_mod.PackGroup], dry_run: bool
+) -> RepackResult:
+    """What the repack will report, before anything is written."""
+    table = found.table
+    choices = [g.choice for g in groups if g.choice is not None]
+    return RepackResult(
+        git_dir=repo.git_dir,
+        packs=[],
+        order=opts.order,
+        objects=table.count,
+        reachable=int(table.reachable.sum()),
+        unreachable_kept=int((~table.reachable).sum()),
+        unreachable_pruned=len(found.pruned_oids),
+        reused_deltas=sum(int(c.reused.sum()) for c in choices),
+        cut_deltas=sum(int(c.cut.sum()) for c in choices),
+        whole_objects=sum(int((c.base < 0).sum()) for c in choices),
+        pack_bytes=0,
+        old_pack_bytes=sum(p.path.stat().st_size for p in repo.packs if not p.foreign and not p.keep),
+        removed_packs=[],
+        removed_loose=0,
+        kept_packs=[p.path for p in repo.packs if p.keep],
+        promisor=bool(table.promisor.any()),
+        bitmap=dry_run and opts.write_bitmap,
+        dry_run=dry_run,
+        verify=opts.verify,
+        new_deltas=sum(len(g.deltas) for g in groups),
+        rescued=found.selection.rescued,
+        in_alternates=table.in_alternates,
+        retained_cruft_packs=[p.path for p in found.retained],
+        settings=opts.describe(),
+    )
 
 
 def _replace_old(

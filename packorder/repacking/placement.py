@@ -13,15 +13,9 @@ from packorder.orders.families import bases_first
 from packorder.orders.registry import ORDERS
 from packorder.repacking import deltas as deltas_mod
 from packorder.repacking.options import RepackRequest, read_options
-from packorder.repacking.repo import (
-    LOOSE,
-    ObjectHistory,
-    ObjectTable,
-    Repository,
-    enumerate_objects,
-    object_history,
-    open_repository,
-)
+from packorder.store.repository import LOOSE, Repository, open_repository
+from packorder.walk.history import ObjectHistory, object_history
+from packorder.walk.objects import ObjectTable, enumerate_objects
 
 
 def entry_sizes(repo: Repository, table: ObjectTable) -> np.ndarray:
@@ -49,21 +43,35 @@ def write_order(
     """The table's rows in the order `order` writes them, each delta's base first. `history`
     (object_history of `table`) and `sizes` (entry_sizes of `table`): when the caller has them
     already."""
+    spec = ORDERS[order]
+    if spec.needs and history is None:
+        history = object_history(repo, table, spec.needs)
+    if spec.needs and sizes is None:
+        sizes = entry_sizes(repo, table)
+    assert spec.fn is not None
+    objs = order_input(table, choice, ref_delta, history if spec.needs else None, sizes)
+    return bases_first(spec.fn(objs), choice.base)
+
+
+def order_input(
+    table: ObjectTable,
+    choice: deltas_mod.DeltaChoice,
+    ref_delta: bool,
+    history: ObjectHistory | None,
+    sizes: np.ndarray | None,
+) -> order_mod.OrderInput:
+    """What every order reads: the objects' types and tags, the deltas chosen, the name
+    hashes, and, for the orders that need history, where each object sits in it and its size."""
     # pack-objects records a reused delta's type as OFS_DELTA/REF_DELTA (so in its order such
     # trees and commits skip their phases and join the delta families); new deltas keep
     # their real type.
     delta_kind = order_mod.REF_DELTA if ref_delta else order_mod.OFS_DELTA
     entry_kinds = np.where(choice.reused, delta_kind, table.kinds).astype(np.uint8)
-    spec = ORDERS[order]
     objs = order_mod.OrderInput(table.kinds, table.tagged, choice.base, entry_kinds, name_hash=table.name_hash)
-    if spec.needs_history:
-        if history is None:
-            history = object_history(
-                repo, table, intro=spec.needs_intro, unreleased=spec.needs_unreleased, head=spec.needs_head
-            )
+    if history is not None:
         objs.intro, objs.unreleased, objs.on_head = history.intro, history.unreleased, history.on_head
-        objs.sizes = entry_sizes(repo, table) if sizes is None else sizes
-    return bases_first(spec.fn(objs), choice.base)
+        objs.sizes = sizes
+    return objs
 
 
 @dataclass

@@ -109,8 +109,31 @@ def recover(git_dir: Path, warn: Callable[[str], None] | None = None) -> Recover
             what, _, name = line.partition(" ")
             if name.endswith(".pack"):
                 listed[name] = what
-    removing = "remove" in listed.values()
     found.temporaries = _remove_temporaries(pack_dir, now)
+    _packs_without_index(git_dir, pack_dir, listed, now, found, warn)
+    found.companions = _remove_orphan_companions(pack_dir, listed, now)
+    if journal.exists():
+        journal.unlink()
+    if any((found.temporaries, found.half_installed, found.half_removed, found.companions, found.indexed)):
+        with contextlib.suppress(OSError):
+            fsync_dir(pack_dir)
+        if warn is not None:
+            warn(found.summary())
+    return found
+
+
+def _packs_without_index(
+    git_dir: Path,
+    pack_dir: Path,
+    listed: dict[str, str],
+    now: float,
+    found: Recovered,
+    warn: Callable[[str], None] | None,
+) -> None:
+    """A pack without its index: one a killed install never made visible is removed; one
+    the journal names, or an old one, is kept (indexed) if it holds the only copy of an
+    object, else removed."""
+    removing = "remove" in listed.values()
     for pack in sorted(pack_dir.glob("pack-*.pack")):
         if pack.with_suffix(".idx").exists():
             continue
@@ -129,6 +152,12 @@ def recover(git_dir: Path, warn: Callable[[str], None] | None = None) -> Recover
                 found.half_removed += 1
             else:
                 found.half_installed += 1
+
+
+def _remove_orphan_companions(pack_dir: Path, listed: dict[str, str], now: float) -> int:
+    """Remove the files of packs that are gone (a .rev, .bitmap, .mtimes, .promisor with neither a
+    .pack nor an .idx) that the journal names or that are old; how many."""
+    removed = 0
     for path in sorted(p for ext in COMPANIONS for p in pack_dir.glob(f"pack-*{ext}")):
         stem = path.with_suffix("")
         if stem.with_suffix(".pack").exists() or stem.with_suffix(".idx").exists():
@@ -136,15 +165,8 @@ def recover(git_dir: Path, warn: Callable[[str], None] | None = None) -> Recover
         if stem.with_suffix(".pack").name in listed or _age(path, now) > STALE_AFTER:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-                found.companions += 1
-    if journal.exists():
-        journal.unlink()
-    if any((found.temporaries, found.half_installed, found.half_removed, found.companions, found.indexed)):
-        with contextlib.suppress(OSError):
-            fsync_dir(pack_dir)
-        if warn is not None:
-            warn(found.summary())
-    return found
+                removed += 1
+    return removed
 
 
 def _age(path: Path, now: float) -> float:

@@ -26,23 +26,16 @@ from packorder import _native, gitcmd
 from packorder.format.pack import OBJ_COMMIT, OBJ_TAG, OBJ_TREE
 from packorder.native_call import run_job
 from packorder.orders.catalog import CATALOG
-from packorder.repacking import head_side as head_side_mod
 from packorder.repacking.geometry import Geometry
-from packorder.repacking.native_walk import WALK_CACHE, Walked, shallow_commits
-from packorder.repacking.repo import (
-    LOOSE,
-    ObjectHistory,
-    ObjectTable,
-    PackSource,
-    Repository,
-    id_rows,
-    introducing_commits,
-    object_kinds,
-)
-from packorder.repacking.snapshot import TagTips
 from packorder.settings import delta_base_cache_limit, physical_memory
 from packorder.store.object_ids import first_copies, id_order, keys, lookup, sort_keys
 from packorder.store.promisor import check_promised
+from packorder.store.repository import LOOSE, PackSource, Repository, id_rows, object_kinds
+from packorder.walk import head_side as head_side_mod
+from packorder.walk.history import ObjectHistory, introducing_commits
+from packorder.walk.native import WALK_CACHE, Walked, shallow_commits
+from packorder.walk.objects import ObjectTable
+from packorder.walk.rev_list import TagTips
 
 
 @dataclass
@@ -265,7 +258,7 @@ def history(repo: Repository, rollup: RollUp, order: str, threads: int = 1) -> O
     None for an order that needs none."""
     needs = CATALOG[order]
     table = rollup.table
-    if not needs.needs_history:
+    if not needs.needs:
         return None
     n = table.count
     intro = np.full(n, -1, dtype=np.int64)
@@ -327,7 +320,7 @@ def _rows_in(table: ObjectTable, ids: np.ndarray) -> np.ndarray:
 
 class _HeadOf:
     """HEAD's commits and their root trees among the objects that roll up, as
-    head_side reads snapshot.HeadWalk's."""
+    head_side reads rev_list.HeadWalk's."""
 
     def __init__(self, table: ObjectTable, ids: np.ndarray, hashes: np.ndarray) -> None:
         rows = _lookup_rows(table, ids)

@@ -12,8 +12,9 @@ import numpy as np
 from packorder.errors import RepositoryError
 from packorder.repacking import deltas as deltas_mod
 from packorder.repacking.placement import entry_sizes
-from packorder.repacking.repo import ObjectTable, Repository
+from packorder.store.repository import Repository
 from packorder.units import human_size
+from packorder.walk.objects import ObjectTable
 
 # Each file's fixed part and its part an object (.idx v2: id, CRC, offset; .rev, .mtimes:
 # one u32), a bitmap's guess, and the directory entries and rounding of a filesystem; ids

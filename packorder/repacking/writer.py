@@ -33,8 +33,10 @@ from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA
 from packorder.native_call import INDEXING, RESOLVING, run_job
 from packorder.progress import ProgressCallback
 from packorder.repacking.deltas import DeltaChoice
-from packorder.repacking.repo import LOOSE, ObjectTable, Repository
+from packorder.settings import VERIFY_MODES
 from packorder.store.object_ids import id_order, keys
+from packorder.store.repository import LOOSE, Repository
+from packorder.walk.objects import ObjectTable
 
 COPY_WHOLE, COPY_DELTA, FROM_PACK, FROM_LOOSE, NEW_DELTA = 0, 1, 2, 3, 4
 
@@ -332,7 +334,9 @@ def _planned_index(written: WrittenPack, crcs: np.ndarray) -> IndexFiles:
     )
 
 
-def verify_crc(written: WrittenPack) -> IndexFiles:
+def verify_crc(
+    written: WrittenPack, threads: int, budget: int, object_limit: int, progress: ProgressCallback | None = None
+) -> IndexFiles:
     """`--verify crc`: the checks of _check_against_plan only (what Git relies on); the index."""
     return _planned_index(written, _check_against_plan(written).crcs)
 
@@ -404,12 +408,10 @@ def verify(
     object_limit: int,
     progress: ProgressCallback | None = None,
 ) -> IndexFiles:
-    """Prove the new pack at `level` (repacking/options.py VERIFY_MODES); its .idx and .rev."""
-    if level == "full":
-        return verify_full(written, threads, budget, object_limit, progress)
-    if level == "crc":
-        return verify_crc(written)
-    return verify_produced(written, threads, budget, object_limit, progress)
+    """Prove the new pack at `level` (settings.VERIFY_MODES names each level's function here);
+    its .idx and .rev."""
+    prove = globals()[VERIFY_MODES[level].function]
+    return prove(written, threads, budget, object_limit, progress)
 
 
 def _not_the_planned_object(written: WrittenPack, entry: int, found: str | None = None) -> CorruptPackError:

@@ -35,7 +35,7 @@ from packorder.format.layout import NO_BASE, PackLayout
 from packorder.format.object_format import of_size
 from packorder.format.pack import OBJ_OFS_DELTA
 from packorder.native_call import loose_header
-from packorder.orders.catalog import check_orders
+from packorder.orders.catalog import check_orders, history_needs
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze, caveats
 from packorder.seek.api import DEFAULT_NEAR, DEFAULT_THRESHOLD, Measurement, describe_view, measure
@@ -48,7 +48,7 @@ from packorder.seek.workloads import WorkloadSpec
 
 if TYPE_CHECKING:
     from packorder.repacking.placement import PlannedLayout
-    from packorder.repacking.repo import Repository
+    from packorder.store.repository import Repository
 
 PACK_HEADER = 12  # "PACK", version, count
 
@@ -95,11 +95,12 @@ def plan(
 ) -> list[PlannedPack]:
     """Enumerate the repository once and plan the pack each order would write. With
     `stored`, the objects are taken in the order the packs store them instead of walked
-    (repacking/stored_order.py: milliseconds instead of seconds, for fleet triage)."""
-    from packorder.orders.registry import ORDERS
+    (walk/stored_order.py: milliseconds instead of seconds, for fleet triage)."""
     from packorder.repacking.placement import plan_layout
-    from packorder.repacking.repo import LOOSE, Repository, enumerate_objects, object_history, open_repository
-    from packorder.repacking.stored_order import stored_table
+    from packorder.store.repository import LOOSE, Repository, open_repository
+    from packorder.walk.history import object_history
+    from packorder.walk.objects import enumerate_objects
+    from packorder.walk.stored_order import stored_table
 
     orders = check_orders(orders, "simulate")
     repository = repo if isinstance(repo, Repository) else open_repository(repo)
@@ -115,14 +116,8 @@ def plan(
     for row in np.flatnonzero(table.source == LOOSE):
         sizes[row] = loose_header(repository.loose.paths[int(table.pos[row])])[1]
     # The orders placing objects by where they sit in history share one pair of walks.
-    specs = [ORDERS[o] for o in orders if o in ORDERS]
-    intro, unreleased = any(s.needs_intro for s in specs), any(s.needs_unreleased for s in specs)
-    head = any(s.needs_head for s in specs)
-    history = (
-        object_history(repository, table, intro=intro, unreleased=unreleased, head=head)
-        if intro or unreleased or head
-        else None
-    )
+    needs = history_needs(orders)
+    history = object_history(repository, table, needs) if needs else None
     out = []
     for done, order in enumerate(orders):
         start = time.perf_counter()

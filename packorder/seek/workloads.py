@@ -2,8 +2,8 @@
 again untraced for cold and warm wall times.
 
 A `Workload` pairs a `record` function (a trace source run on the workload's command) with a
-`timed` function (the same work, untraced). The Git commands are in `commands`, the names in
-`catalog`. Adding a workload traced by another source — for example packorder's own
+`timed` function (the same work, untraced). The names, descriptions and Git commands are in
+`catalog`, one entry a workload. Adding a workload traced by another source — for example packorder's own
 index-pack, recorded by a source that logs its reads — means writing one `_build_*` function.
 """
 
@@ -21,50 +21,12 @@ from packorder.format.layout import load as load_layout
 from packorder.gitcmd import Config
 from packorder.progress import ProgressCallback
 from packorder.seek import catalog, choose, commands, pack_access, pread, runner
+from packorder.seek.catalog import WorkloadSpec
 from packorder.seek.trace import Recording, concat
 from packorder.store.listing import list_packs
 
 NAMES = catalog.NAMES
 TAKES_PATH = catalog.TAKES_PATH
-
-
-@dataclass(frozen=True)
-class WorkloadSpec:
-    """What to run: a workload name, its PATH (log-path, log-patch, blame), its tags
-    (diff-tags: full ref names, the older first) or git arguments (custom)."""
-
-    name: str
-    path: str | None = None
-    git_args: tuple[str, ...] = ()
-    chosen: bool = False  # the path or tags were chosen by packorder, not given
-    revisions: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        """The command as the study wrote it."""
-        if self.name == "log":
-            return "git log"
-        if self.name == "log-path":
-            return f"git log -- {self.path}"
-        if self.name == "log-patch":
-            return f"git log -p -- {self.path}"
-        if self.name == "blame":
-            return f"git blame HEAD -- {self.path}"
-        if self.name == "diff-tags":
-            tags = [t.removeprefix("refs/tags/") for t in self.revisions] or ["TAG1", "TAG2"]
-            return f"git diff {' '.join(tags)} --stat"
-        if self.name == "pack-recent":
-            return "git pack-objects --revs --stdout (HEAD ^refs/tags/*)"
-        if self.name == "fetch-bitmap":
-            return "git -c pack.useBitmaps=true pack-objects --revs --stdout (HEAD ^refs/tags/*)"
-        if self.name == "clone":
-            return "git pack-objects --revs --thin --stdout --include-tag (a clone: HEAD, branches, tags; bitmap)"
-        if self.name == "archive":
-            return "git archive HEAD"
-        if self.name == "grep":
-            return f"git grep -e {catalog.GREP_PATTERN} HEAD"
-        if self.name == "index-pack":
-            return "git index-pack"
-        return "git " + " ".join(self.git_args)
 
 
 def spec(name: str, path: str | None = None, git_args: tuple[str, ...] | list[str] = ()) -> WorkloadSpec:

@@ -16,7 +16,7 @@ from packorder.format.object_format import ObjectFormat
 from packorder.format.pack import OBJ_BLOB
 
 if TYPE_CHECKING:
-    from packorder.repacking.repo import Repository
+    from packorder.store.repository import Repository
 
 
 def check_promised(repo: Repository, missing: list[bytes]) -> None:

@@ -6,7 +6,7 @@ A repository's other branches (release branches, pull requests, contributors' wo
 third of the commits on libgit2 and redis, and recency writes them among HEAD's by date, so a
 cold `git log` reads their bytes too (docs/locality.md, "Trees by path").
 
-The commits come from `git rev-list HEAD` (snapshot.HeadWalk, a commit walk: 0.2 s on
+The commits come from `git rev-list HEAD` (rev_list.HeadWalk, a commit walk: 0.2 s on
 libgit2, 1.5-2.2 s on git/git without a commit-graph), run beside the object walk. The trees come from the object walk's
 discovery order, without a second object walk: Git lists the trees of each commit in turn
 (the commit's root tree, then the subtrees it meets first), so the trees from a commit's
@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from packorder.format.pack import OBJ_COMMIT, OBJ_TREE
-from packorder.repacking.snapshot import HeadWalk
 from packorder.store.object_ids import keys, lookup, sort_keys
+from packorder.walk.rev_list import HeadWalk
 
 
 def head_side(oids: np.ndarray, kinds: np.ndarray, name_hash: np.ndarray, walk: HeadWalk) -> np.ndarray:

@@ -19,9 +19,10 @@ import numpy as np
 
 from packorder.format.layout import PackLayout
 from packorder.format.pack import OBJ_BLOB
-from packorder.repacking.repo import LOOSE, ObjectTable, Repository, id_rows, object_kinds
-from packorder.repacking.snapshot import TagTips
 from packorder.store.object_ids import first_copies, keys, lookup
+from packorder.store.repository import LOOSE, Repository, id_rows, object_kinds
+from packorder.walk.objects import ObjectTable
+from packorder.walk.rev_list import TagTips
 
 
 def movable_packs(repo: Repository) -> list[int]:
