@@ -37,6 +37,7 @@ from packorder.store import midx as midx_mod
 from packorder.store.object_ids import keys, lookup
 from packorder.store.repository import PackSource, Repository, open_repository
 from packorder.walk.history import ObjectHistory
+from packorder.walk.objects import ObjectTable
 
 
 def candidates(repo: Repository, layered: frozenset[Path] = frozenset()) -> list[geometry_mod.Candidate]:
@@ -118,7 +119,7 @@ def repack_geometric(
         history = rollup.history(repo, found, opts.order, opts.threads) if groups else None
         seconds["order"] = time.perf_counter() - t
         going = [repo.packs[i] for i in found.packs]
-        result = _result(repo, opts, geometry, table, groups, going, request.dry_run, write_midx)
+        result = _result(repo, opts, geometry, table, groups, going, request.dry_run)
         if not request.dry_run:
             installed = _Installed(repo, opts, found, groups, going, result)
             _install(installed, request, geometry, bitmap, history, seconds, warnings, progress)
@@ -198,30 +199,27 @@ def _finish(result: RepackResult, seconds: dict[str, float], started: float, war
     return result
 
 
-def _result(repo, opts, geometry, table, groups, going, dry_run, write_midx) -> RepackResult:
-    choices = [g.choice for g in groups if g.choice is not None]
-    return RepackResult(
-        git_dir=repo.git_dir,
-        packs=[],
-        order=opts.order,
-        objects=table.count,
+def _result(
+    repo: Repository,
+    opts: RepackOptions,
+    geometry: geometry_mod.Geometry,
+    table: ObjectTable,
+    groups: list[PackGroup],
+    going: list[PackSource],
+    dry_run: bool,
+) -> RepackResult:
+    """What the roll-up will report, before anything is written."""
+    return RepackResult.planned(
+        repo,
+        opts,
+        table,
+        groups,
+        dry_run,
         reachable=table.count,
         unreachable_kept=0,
         unreachable_pruned=0,
-        reused_deltas=sum(int(c.reused.sum()) for c in choices),
-        cut_deltas=sum(int(c.cut.sum()) for c in choices),
-        whole_objects=sum(int((c.base < 0).sum()) for c in choices),
-        pack_bytes=0,
         old_pack_bytes=sum(p.size for p in going),
-        removed_packs=[],
-        removed_loose=0,
-        kept_packs=[p.path for p in repo.packs if p.keep],
-        promisor=bool(table.promisor.any()),
         bitmap=False,
-        dry_run=dry_run,
-        verify=opts.verify,
-        new_deltas=sum(len(g.deltas) for g in groups),
-        settings=opts.describe(),
         strategy="geometric",
         rolled_up=[p.path for p in going],
         ordered_pack=geometry.preferred.path if geometry.preferred is not None else None,

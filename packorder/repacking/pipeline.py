@@ -340,32 +340,20 @@ def _result(
 ) -> RepackResult:
     """What the repack will report, before anything is written."""
     table = found.table
-    choices = [g.choice for g in groups if g.choice is not None]
-    return RepackResult(
-        git_dir=repo.git_dir,
-        packs=[],
-        order=opts.order,
-        objects=table.count,
+    return RepackResult.planned(
+        repo,
+        opts,
+        table,
+        groups,
+        dry_run,
         reachable=int(table.reachable.sum()),
         unreachable_kept=int((~table.reachable).sum()),
         unreachable_pruned=len(found.pruned_oids),
-        reused_deltas=sum(int(c.reused.sum()) for c in choices),
-        cut_deltas=sum(int(c.cut.sum()) for c in choices),
-        whole_objects=sum(int((c.base < 0).sum()) for c in choices),
-        pack_bytes=0,
         old_pack_bytes=sum(p.path.stat().st_size for p in repo.packs if not p.foreign and not p.keep),
-        removed_packs=[],
-        removed_loose=0,
-        kept_packs=[p.path for p in repo.packs if p.keep],
-        promisor=bool(table.promisor.any()),
         bitmap=dry_run and opts.write_bitmap,
-        dry_run=dry_run,
-        verify=opts.verify,
-        new_deltas=sum(len(g.deltas) for g in groups),
         rescued=found.selection.rescued,
         in_alternates=table.in_alternates,
         retained_cruft_packs=[p.path for p in found.retained],
-        settings=opts.describe(),
     )
 
 

@@ -3,13 +3,25 @@ gave on the way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from packorder.repacking.options import RepackOptions
+    from packorder.repacking.pack_groups import PackGroup
+    from packorder.store.repository import Repository
+    from packorder.walk.objects import ObjectTable
 
 
 @dataclass
 class RepackResult:
+    """What `packorder.repack` (and the repack of `packorder.gc`) did: the packs it wrote
+    and removed, how many objects went where and how their deltas were chosen, the bitmap
+    and multi-pack-index written, the settings it ran with, its timings and warnings.
+    `--json` prints it."""
+
     git_dir: Path
     packs: list[Path]
     order: str
@@ -48,6 +60,39 @@ class RepackResult:
     midx: str = ""  # the multi-pack-index written: "plain", "incremental", or none
     fresh_packs: list[Path] = field(default_factory=list)  # installed by this run, not there before
     misplaced: tuple[Path, int] | None = None  # the ordered pack written and its drift count (drift.py)
+
+    @classmethod
+    def planned(
+        cls,
+        repo: Repository,
+        opts: RepackOptions,
+        table: ObjectTable,
+        groups: Sequence[PackGroup],
+        dry_run: bool,
+        **rest: Any,
+    ) -> RepackResult:
+        """What a repack writing `table` as `groups` will report, before anything is
+        written; `rest`: what an all-into-one repack and a roll-up count differently."""
+        choices = [g.choice for g in groups if g.choice is not None]
+        return cls(
+            git_dir=repo.git_dir,
+            packs=[],
+            order=opts.order,
+            objects=table.count,
+            reused_deltas=sum(int(c.reused.sum()) for c in choices),
+            cut_deltas=sum(int(c.cut.sum()) for c in choices),
+            whole_objects=sum(int((c.base < 0).sum()) for c in choices),
+            pack_bytes=0,
+            removed_packs=[],
+            removed_loose=0,
+            kept_packs=[p.path for p in repo.packs if p.keep],
+            promisor=bool(table.promisor.any()),
+            dry_run=dry_run,
+            verify=opts.verify,
+            new_deltas=sum(len(g.deltas) for g in groups),
+            settings=opts.describe(),
+            **rest,
+        )
 
 
 class Warnings:
