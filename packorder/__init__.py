@@ -1,9 +1,21 @@
 """packorder: write Git packs in an order chosen for locality of access, index packs faster
 than Git, and measure how far workloads seek inside a pack.
 
-The library API is plain functions with keyword options returning small records (dataclasses;
-`index_pack`'s is a named tuple, to keep `dataclasses` out of index-pack's memory); errors are
-raised as PackError subclasses, never by exiting the process.
+Functions (each the library side of the command of the same name):
+
+    repack(repo, *, order=..., ...) -> RepackResult      rewrite the packs in an order
+    gc(repo, *, auto=False, ...) -> GcResult             Git's maintenance, packorder's repack
+    index_pack(pack, *, repo=..., ...) -> IndexResult     .idx and .rev as git index-pack writes them
+    seekstats(repo, workload, ...) -> SeekResult         how far a workload seeks in the packs
+    experiment(repo, *, orders=..., ...) -> ExperimentResult
+                                                         repack copies in several orders, measure each
+    sample(path, *, commits=6000) -> SampleResult        a deterministic repository to try them on
+
+Every function takes keyword options named as the command's long options and returns a small
+record (a dataclass; `IndexResult` is a named tuple, to keep `dataclasses` out of
+index-pack's memory). Errors are raised as PackError subclasses (CorruptPackError,
+RepositoryError, UsageError, Interrupted), never by exiting the process. What this module
+exports is the library; the subpackages are internal and may change between versions.
 """
 
 from __future__ import annotations
@@ -14,11 +26,20 @@ from typing import TYPE_CHECKING, Any
 from packorder.errors import CorruptPackError, Interrupted, PackError, RepositoryError, UsageError
 
 __all__ = [
+    "CONFIGURED",
     "CorruptPackError",
+    "ExperimentResult",
+    "GcResult",
+    "IndexResult",
     "Interrupted",
     "PackError",
+    "RepackResult",
     "RepositoryError",
+    "SampleResult",
+    "SeekResult",
     "UsageError",
+    "ViewStats",
+    "WorkloadSpec",
     "__version__",
     "experiment",
     "gc",
@@ -29,12 +50,16 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from packorder.experiments.result import ExperimentResult
     from packorder.experiments.run import experiment
-    from packorder.experiments.sample_repository import sample
-    from packorder.indexer.index_pack import index_pack
-    from packorder.repacking.maintenance import gc
+    from packorder.experiments.sample_repository import SampleResult, sample
+    from packorder.indexer.index_pack import IndexResult, index_pack
+    from packorder.repacking.maintenance import CONFIGURED, GcResult, gc
     from packorder.repacking.pipeline import repack
+    from packorder.repacking.repack_result import RepackResult
     from packorder.seek.api import seekstats
+    from packorder.seek.catalog import WorkloadSpec
+    from packorder.seek.result import SeekResult, ViewStats
 
 # Imported on first use: `packorder index-pack` must not pay for numpy or plotting. (The
 # modules are not named like the functions: importing packorder.repack would rebind
@@ -46,6 +71,15 @@ _LAZY = {
     "repack": "packorder.repacking.pipeline",
     "sample": "packorder.experiments.sample_repository",
     "seekstats": "packorder.seek.api",
+    "CONFIGURED": "packorder.repacking.maintenance",
+    "ExperimentResult": "packorder.experiments.result",
+    "GcResult": "packorder.repacking.maintenance",
+    "IndexResult": "packorder.indexer.index_pack",
+    "RepackResult": "packorder.repacking.repack_result",
+    "SampleResult": "packorder.experiments.sample_repository",
+    "SeekResult": "packorder.seek.result",
+    "ViewStats": "packorder.seek.result",
+    "WorkloadSpec": "packorder.seek.catalog",
 }
 
 

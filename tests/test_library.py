@@ -4,6 +4,7 @@ parameters (the command lines show their flags instead)."""
 
 from __future__ import annotations
 
+import inspect
 import pydoc
 from importlib.metadata import version
 from pathlib import Path
@@ -24,6 +25,27 @@ def test_help_lists_the_functions_with_their_parameters() -> None:
     for name in ("repack(", "gc(", "index_pack(", "seekstats(", "experiment("):
         assert name in functions
     assert "cruft_expiration" in functions and "fix_thin" in functions
+
+
+def test_every_export_is_documented_with_a_readable_signature() -> None:
+    """Each function and result type has its own docstring; signatures name public types,
+    never a module alias or an object's address; the repository is `repo` everywhere."""
+    for name in packorder.__all__:
+        if name == "__version__":
+            continue
+        value = getattr(packorder, name)
+        doc = inspect.getdoc(value) or ""
+        if isinstance(value, type):
+            assert doc and not doc.startswith(f"{name}("), f"{name} has no docstring of its own"
+        elif callable(value):
+            assert doc, name
+            signature = str(inspect.signature(value))
+            assert " at 0x" not in signature and "_mod." not in signature, signature
+    for fn in (packorder.repack, packorder.gc, packorder.seekstats, packorder.experiment):
+        assert next(iter(inspect.signature(fn).parameters)) == "repo"
+    overview = (packorder.__doc__ or "").split("\n\n")[2]
+    for name in ("repack(", "gc(", "index_pack(", "seekstats(", "experiment(", "sample("):
+        assert name in overview
 
 
 def test_version_is_the_installed_one() -> None:

@@ -45,6 +45,10 @@ class Agreement:
 
 @dataclass
 class ExperimentResult:
+    """What `packorder.experiment` measured: each order's copy (its packs, every workload's
+    seek statistics and cold and warm times), the simulator's orders and how well it agreed
+    with what was measured, the conditions (Git, load, runs) and the report written."""
+
     repository: Path
     output_dir: Path
     report: Path

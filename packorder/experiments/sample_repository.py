@@ -50,6 +50,9 @@ _SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
 
 @dataclass
 class SampleResult:
+    """The repository `packorder.sample` made: where, and how many commits, tags and
+    branches and pack bytes it holds."""
+
     path: str
     commits: int
     tags: int

@@ -46,11 +46,25 @@ from packorder.store.listing import list_loose
 DEFAULT_PRUNE_EXPIRE = "2.weeks.ago"
 DEFAULT_WORKTREE_PRUNE_EXPIRE = "3.months.ago"
 DEFAULT_AGGRESSIVE_DEPTH, DEFAULT_AGGRESSIVE_WINDOW = 50, 250
-KEEP_CONFIGURED = object()  # `prune`: gc.pruneExpire decides
+
+
+class Configured:
+    """The value of an option left to the repository's configuration (gc's `prune`:
+    gc.pruneExpire, else two weeks)."""
+
+    def __repr__(self) -> str:
+        return "CONFIGURED"
+
+
+CONFIGURED = Configured()
+KEEP_CONFIGURED = CONFIGURED  # the command line's name for it
 
 
 @dataclass
 class GcResult:
+    """What `packorder.gc` did: whether it ran (and, with `auto`, what the check found), the
+    steps in the order they ran, the repack's RepackResult, timings and warnings."""
+
     git_dir: Path
     ran: bool  # False when --auto found nothing to do, or another gc holds the repository
     auto: AutoCheck | None
@@ -90,12 +104,12 @@ def _git_supports(git_dir: Path, *args: str) -> bool:
 
 @core_errors
 def gc(
-    repo_path: str | os.PathLike[str] | None = None,
+    repo: str | os.PathLike[str] | None = None,
     *,
     auto: bool = False,
     aggressive: bool = False,
     full: bool = False,
-    prune: object = KEEP_CONFIGURED,
+    prune: str | Configured | None = CONFIGURED,
     force: bool = False,
     quiet: bool = False,
     order: str | None = None,
@@ -115,7 +129,7 @@ def gc(
     another gc or by Git's maintenance is left alone quietly, as `git gc --auto` leaves it.
     `log` is called with Git's notices ("Auto packing the repository ...")."""
     started = time.perf_counter()
-    run = GcRun(gitcmd.find_git_dir(repo_path), auto, aggressive, quiet, progress, warn)
+    run = GcRun(gitcmd.find_git_dir(repo), auto, aggressive, quiet, progress, warn)
     run.read_settings(full, prune, order, verify, max_cruft_size)
     plan = run.plan
     if auto:
@@ -179,14 +193,19 @@ class GcRun:
             self.warn(message)
 
     def read_settings(
-        self, full: bool, prune: object, order: str | None, verify: str | None, max_cruft_size: int | None
+        self,
+        full: bool,
+        prune: str | Configured | None,
+        order: str | None,
+        verify: str | None,
+        max_cruft_size: int | None,
     ) -> None:
         """The settings the run keeps, each from the call, else the configuration, else Git's
         default; and the plan (auto.py): what is due."""
         config, git_dir = self.config, self.git_dir
         self.order = configured_order(config, order)
         self.verify = verify
-        if prune is KEEP_CONFIGURED:
+        if isinstance(prune, Configured):
             self.prune_expire = _expiry_setting(config, "gc.pruneExpire", DEFAULT_PRUNE_EXPIRE, git_dir)
         elif prune is None:
             self.prune_expire = None
@@ -205,7 +224,7 @@ class GcRun:
         self.result.seconds["auto_check"] = time.perf_counter() - t
         # An all-into-one repack where one is due, asked for, or needed to prune at a date
         # given (a roll-up keeps unreachable objects).
-        pruning_at_a_date = prune is not KEEP_CONFIGURED and self.prune_expire is not None
+        pruning_at_a_date = not isinstance(prune, Configured) and self.prune_expire is not None
         if strategy == "full" or full or self.aggressive or pruning_at_a_date:
             self.plan.full = True
 

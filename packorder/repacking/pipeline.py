@@ -35,6 +35,7 @@ from packorder.repacking.options import RepackOptions, RepackRequest, read_optio
 from packorder.repacking.pack_groups import CRUFT, MIN_PACK_SIZE_LIMIT
 from packorder.repacking.placement import entry_sizes, write_order
 from packorder.repacking.repack_result import RepackResult, Warnings
+from packorder.repacking.snapshot import Snapshot
 from packorder.settings import peak_rss
 from packorder.store import midx as midx_mod
 from packorder.store.repository import PackSource, Repository, open_repository
@@ -44,7 +45,7 @@ from packorder.walk.objects import ObjectTable, enumerate_objects
 
 @core_errors
 def repack(
-    repo_path: str | os.PathLike[str] | None = None,
+    repo: str | os.PathLike[str] | None = None,
     *,
     order: str | None = None,
     no_reuse_delta: bool = False,
@@ -69,7 +70,7 @@ def repack(
     output_dir: str | os.PathLike[str] | None = None,
     progress: ProgressCallback | None = None,
     warn: Callable[[str], None] | None = None,
-    start: snapshot_mod.Snapshot | None = None,
+    start: Snapshot | None = None,
 ) -> RepackResult:
     """Rewrite the repository's reachable objects into one pack in the chosen order (the
     repository's `packorder.order`, else recency), its unreachable ones into a cruft pack
@@ -115,8 +116,8 @@ def repack(
     if geometric:
         from packorder.repacking.geometric import repack_geometric
 
-        return repack_geometric(repo_path, request, progress=progress, warn=warn)
-    return RepackRun(request, progress, Warnings(warn)).run(repo_path, start)
+        return repack_geometric(repo, request, progress=progress, warn=warn)
+    return RepackRun(request, progress, Warnings(warn)).run(repo, start)
 
 
 class RepackRun:

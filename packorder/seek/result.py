@@ -31,6 +31,9 @@ class ViewStats:
 
 @dataclass
 class SeekResult:
+    """One workload measured on one repository by `packorder.seekstats`: the packs it read,
+    each view's seek statistics (`views`, `view(name)`), its wall times and the Git that ran it."""
+
     repository: Path  # the git directory
     label: str  # a short name for tables and plots
     workload: WorkloadSpec
