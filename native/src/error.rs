@@ -3,11 +3,34 @@
 
 use std::fmt;
 
+/// What went wrong, so that a caller decides what to do without reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The bytes read are not what they should be (or an object is missing or misplaced).
+    Corrupt,
+    /// The system refused a read, write or another file operation.
+    Io,
+    /// The job saw its cancel flag and stopped.
+    Interrupted,
+}
+
+impl ErrorKind {
+    /// The name Python reads in PackFormatError.kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::Io => "io",
+            ErrorKind::Interrupted => "interrupted",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackError {
     pub message: String,
     /// Offset of the pack entry (or header/trailer) the error concerns, when there is one.
     pub offset: Option<u64>,
+    pub kind: ErrorKind,
 }
 
 impl PackError {
@@ -15,6 +38,7 @@ impl PackError {
         PackError {
             message: message.into(),
             offset: Some(offset),
+            kind: ErrorKind::Corrupt,
         }
     }
 
@@ -22,11 +46,22 @@ impl PackError {
         PackError {
             message: message.into(),
             offset: None,
+            kind: ErrorKind::Corrupt,
         }
     }
 
     pub fn io(context: &str, err: std::io::Error) -> Self {
-        PackError::general(format!("{context}: {err}"))
+        PackError {
+            kind: ErrorKind::Io,
+            ..PackError::general(format!("{context}: {err}"))
+        }
+    }
+
+    pub fn interrupted() -> Self {
+        PackError {
+            kind: ErrorKind::Interrupted,
+            ..PackError::general("interrupted")
+        }
     }
 }
 

@@ -55,14 +55,25 @@ fn tune_allocator() -> bool {
     }
 }
 
-/// PackFormatError(message, offset-or-None).
+/// PackFormatError(message, offset-or-None), its `kind` the error's kind by name (the class
+/// says "corrupt", for one raised without a kind).
 pub(crate) fn to_py_err(e: error::PackError) -> PyErr {
-    PackFormatError::new_err((e.message, e.offset))
+    let err = PackFormatError::new_err((e.message, e.offset));
+    if e.kind != error::ErrorKind::Corrupt {
+        Python::attach(|py| {
+            // Setting an attribute on a fresh exception cannot fail but for lack of memory,
+            // and then the error raised is the one to see.
+            let _ = err.value(py).setattr("kind", e.kind.name());
+        });
+    }
+    err
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("PackFormatError", m.py().get_type::<PackFormatError>())?;
+    let pack_format_error = m.py().get_type::<PackFormatError>();
+    pack_format_error.setattr("kind", error::ErrorKind::Corrupt.name())?;
+    m.add("PackFormatError", pack_format_error)?;
     // The phases of Progress::snapshot, so that Python names them without its own numbers.
     m.add("PHASE_INDEXING", progress::PHASE_INDEXING)?;
     m.add("PHASE_RESOLVING", progress::PHASE_RESOLVING)?;

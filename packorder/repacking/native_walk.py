@@ -187,9 +187,9 @@ class NativeWalk:
     def result(self) -> Walked:
         self.thread.join()
         if isinstance(self.error, _native.PackFormatError):
-            message = self.error.args[0]
-            if message == "interrupted":
+            if self.error.kind == "interrupted":
                 raise Interrupted()
+            message = self.error.args[0]
             lost = _LOST.fullmatch(message)
             if lost and self._arrived([lost[1]]):
                 return self._fall_back()

@@ -433,7 +433,7 @@ impl PackIndexer {
         self.progress.snapshot()
     }
 
-    /// Ask a running scan or resolve to stop; it then raises PackFormatError("interrupted").
+    /// Ask a running scan or resolve to stop; it then raises PackFormatError with kind "interrupted".
     fn cancel(&self) {
         self.progress.cancelled.store(true, Ordering::Relaxed);
     }
