@@ -89,6 +89,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<python::write::ObjectCheck>()?;
     m.add_class::<python::delta::DeltaIndex>()?;
     m.add_class::<python::delta::DeltaSearch>()?;
+    m.add_class::<python::arrays::PackSource>()?;
+    m.add_class::<python::bitmap::BitmapOutcome>()?;
     m.add_function(wrap_pyfunction!(python::bitmap::pack_bitmap, m)?)?;
     m.add_function(wrap_pyfunction!(python::write::loose_header, m)?)?;
     m.add_function(wrap_pyfunction!(python::write::read_loose, m)?)?;

@@ -13,7 +13,7 @@ use crate::pack::object_id::{concat, HashAlgo};
 use crate::pack::object_read::Store;
 use crate::pack::pack_entries::PackEntries;
 use crate::progress::Progress;
-use crate::python::arrays::{self, bytes_of, i64s, ids_column, u32s, u64s, Col, SourceArgs};
+use crate::python::arrays::{self, bytes_of, i64s, ids_column, u32s, u64s, Col, PackSource};
 use crate::to_py_err;
 use crate::write::object_check::check_objects;
 use crate::write::pack_writer::{write_pack, Plan};
@@ -109,15 +109,15 @@ pub struct PackWriter {
 
 #[pymethods]
 impl PackWriter {
-    /// sources: [(path, offsets u64, ends u64, header_lens u8, kinds u8, sizes u64, bases i64,
-    /// crcs u32, hash)], arrays native-endian in pack order. Plan columns: how u8, src u32, pos
+    /// sources: the packs the plan copies from. Plan columns: how u8, src u32, pos
     /// u64, base i64, kinds u8, oids (ids of `object_format`); loose: paths; new_deltas: bytes
     /// each; threads: how many compress the entries the plan produces.
     #[new]
     #[pyo3(signature = (sources, how, src, pos, base, kinds, oids, loose, new_deltas, ref_delta, level, object_limit, threads, object_format="sha1"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        sources: Vec<SourceArgs<'_>>,
+        py: Python<'_>,
+        sources: Vec<PyRef<'_, PackSource>>,
         how: &[u8],
         src: &[u8],
         pos: &[u8],
@@ -134,8 +134,8 @@ impl PackWriter {
     ) -> PyResult<Self> {
         let algo = arrays::hash_named(object_format)?;
         let srcs = sources
-            .into_iter()
-            .map(arrays::source)
+            .iter()
+            .map(|s| arrays::source(py, s))
             .collect::<PyResult<Vec<PackEntries>>>()?;
         let plan = Plan {
             how: how.to_vec(),
@@ -244,13 +244,14 @@ pub struct ObjectCheck {
 
 #[pymethods]
 impl ObjectCheck {
-    /// pack: the new pack as a source (see PackWriter); targets: pack positions (u64) in
+    /// pack: the new pack; targets: pack positions (u64) in
     /// ascending order; ids: the id planned for each; kinds: each one's type (u8).
     #[new]
     #[pyo3(signature = (pack, targets, ids, kinds, threads, budget, object_limit))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        pack: SourceArgs<'_>,
+        py: Python<'_>,
+        pack: PyRef<'_, PackSource>,
         targets: &[u8],
         ids: &[u8],
         kinds: &[u8],
@@ -258,7 +259,7 @@ impl ObjectCheck {
         budget: u64,
         object_limit: u64,
     ) -> PyResult<Self> {
-        let source = arrays::source(pack)?;
+        let source = arrays::source(py, &pack)?;
         let ids = ids_column(source.pack.algo, ids, "check ids")?;
         let store = Store::new(vec![source], Vec::new(), object_limit).map_err(to_py_err)?;
         let targets = u64s(targets);
