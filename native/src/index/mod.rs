@@ -2,6 +2,7 @@
 //! parallel, with the bases it keeps), completing a thin pack, and Git's object checks.
 
 pub mod checks;
+pub mod indexer;
 pub mod received;
 pub mod reread;
 pub mod resolve;
