@@ -5,6 +5,7 @@ pub mod bitmap;
 pub mod error;
 pub mod fsck;
 pub mod index;
+pub mod orders;
 pub mod pack;
 pub mod progress;
 mod python;

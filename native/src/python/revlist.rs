@@ -6,7 +6,7 @@ use pyo3::types::{PyBytes, PyTuple};
 use crate::pack::object_id::concat;
 use crate::python::arrays::{self, bytes_of};
 use crate::to_py_err;
-use crate::write::revlist::RevListParser;
+use crate::walk::revlist::RevListParser;
 
 /// Parses `git rev-list --objects` output fed in chunks.
 #[pyclass(module = "packorder._native")]
