@@ -10,12 +10,12 @@ use rayon::prelude::*;
 
 use crate::error::PackError;
 use crate::fsck::{Checker, Finding, Seen, Special};
+use crate::index::first_pass::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES};
 use crate::index::received::Indexed;
 use crate::index::resolve::{resolve, unresolved, Forest, ResolveOptions, ResolveStats};
-use crate::index::scan::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES};
 use crate::index::table::Table;
 use crate::index::{checks, per_thread_share, thin};
-use crate::pack::entry::{is_delta, ObjectId, OBJ_BLOB};
+use crate::pack::entry_header::{is_delta, ObjectId, OBJ_BLOB};
 use crate::pack::object_id::HashAlgo;
 use crate::pack::source::PackFile;
 use crate::progress::{Progress, PHASE_RESOLVING};

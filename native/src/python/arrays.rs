@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::pack::entries::{Entries, PackEntries};
 use crate::pack::object_id::{HashAlgo, ObjectId};
-use crate::pack::pack_entries::{Entries, PackEntries};
 use crate::pack::source::PackFile;
 use crate::to_py_err;
 

@@ -8,9 +8,9 @@ use pyo3::types::PyBytes;
 use crate::bitmap::file::{self, BitmapError, Input};
 use crate::bitmap::graph::Graph;
 use crate::bitmap::reach::{read_graph, Objects};
-use crate::pack::entry_headers::read_entries;
+use crate::pack::entries::PackEntries;
+use crate::pack::header_reader::read_entries;
 use crate::pack::object_read::Store;
-use crate::pack::pack_entries::PackEntries;
 use crate::pack::source::PackFile;
 use crate::python::arrays::ids_column;
 use crate::python::arrays::{i64s, u32s, u64s};
@@ -80,7 +80,7 @@ pub fn pack_bitmap<'py>(
     let (offsets, bases) = (u64s(offsets), i64s(bases));
     let (name_hashes, selected) = (u32s(name_hashes), u32s(selected));
     // The pack's checksum names the hash of everything else.
-    let checksum = crate::pack::entry::ObjectId::try_from(checksum)
+    let checksum = crate::pack::entry_header::ObjectId::try_from(checksum)
         .map_err(|_| pyo3::exceptions::PyValueError::new_err("pack_bitmap: not a pack checksum"))?;
     let algo = checksum.algo();
     let oids = ids_column(algo, oids, "pack_bitmap")?;
@@ -91,7 +91,7 @@ pub fn pack_bitmap<'py>(
         || bases.iter().any(|&b| b >= n as i64)
         || selected
             .iter()
-            .any(|&s| s as usize >= n || kinds[s as usize] != crate::pack::entry::OBJ_COMMIT)
+            .any(|&s| s as usize >= n || kinds[s as usize] != crate::pack::entry_header::OBJ_COMMIT)
     {
         return Err(pyo3::exceptions::PyValueError::new_err(
             "pack_bitmap: columns differ in length, or a base or selected commit out of range",
@@ -99,7 +99,7 @@ pub fn pack_bitmap<'py>(
     }
     let pack = PackFile::open(&pack_path, false, algo).map_err(to_py_err)?;
     let outcome = py.detach(|| -> crate::error::Result<_> {
-        let order = crate::pack::ids::sort_order(&oids);
+        let order = crate::pack::sorted_ids::sort_order(&oids);
         let mut index_pos = vec![0u32; n];
         for (k, &i) in order.iter().enumerate() {
             index_pos[i as usize] = k as u32;

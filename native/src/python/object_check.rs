@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 
-use crate::pack::entry::ObjectId;
+use crate::pack::entry_header::ObjectId;
 use crate::pack::object_read::Store;
 use crate::progress::Progress;
 use crate::python::arrays::{self, ids_column, u64s, PackSource};

@@ -4,8 +4,8 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::python::arrays::{bytes_of, i64s};
 use crate::orders::families;
+use crate::python::arrays::{bytes_of, i64s};
 
 fn check_nodes(values: &[i64], n: usize, what: &str) -> PyResult<()> {
     if values.iter().any(|&v| v < -1 || v >= n as i64) {

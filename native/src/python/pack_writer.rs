@@ -9,8 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use crate::error::PackError;
+use crate::pack::entries::PackEntries;
 use crate::pack::object_read::Store;
-use crate::pack::pack_entries::PackEntries;
 use crate::progress::Progress;
 use crate::python::arrays::{self, bytes_of, i64s, ids_column, u32s, u64s, Col, PackSource};
 use crate::to_py_err;

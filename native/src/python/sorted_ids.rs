@@ -1,4 +1,4 @@
-//! The Python face of sorted id arrays (pack/ids.rs): the sorting and look-ups repack's
+//! The Python face of sorted id arrays (pack/sorted_ids.rs): the sorting and look-ups repack's
 //! enumeration makes on every object.
 
 use pyo3::prelude::*;
@@ -17,7 +17,7 @@ pub fn id_sort_order<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let oids = ids_column(arrays::hash_named(object_format)?, oids, "id_sort_order")?;
     let out: Vec<u8> = py.detach(|| {
-        crate::pack::ids::sort_order(&oids)
+        crate::pack::sorted_ids::sort_order(&oids)
             .into_iter()
             .flat_map(|i| i64::from(i).to_ne_bytes())
             .collect()
@@ -27,7 +27,7 @@ pub fn id_sort_order<'py>(
 
 fn sorted_ids(algo: HashAlgo, b: &[u8], what: &str) -> PyResult<Vec<ObjectId>> {
     let ids = ids_column(algo, b, what)?;
-    if !crate::pack::ids::is_sorted(&ids) {
+    if !crate::pack::sorted_ids::is_sorted(&ids) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
             "{what}: ids not sorted"
         )));
@@ -48,7 +48,12 @@ pub fn find_ids<'py>(
     let algo = arrays::hash_named(object_format)?;
     let sorted = sorted_ids(algo, sorted, "find_ids")?;
     let want = ids_column(algo, want, "find_ids")?;
-    let out = py.detach(|| bytes_of(&crate::pack::ids::find(&sorted, &want), i64::to_ne_bytes));
+    let out = py.detach(|| {
+        bytes_of(
+            &crate::pack::sorted_ids::find(&sorted, &want),
+            i64::to_ne_bytes,
+        )
+    });
     Ok(PyBytes::new(py, &out))
 }
 
@@ -67,7 +72,7 @@ pub fn find_hits<'py>(
     let sorted = sorted_ids(algo, sorted, "find_hits")?;
     let want = ids_column(algo, want, "find_hits")?;
     let (at, pos) = py.detach(|| {
-        let finder = crate::pack::ids::Finder::new(&sorted);
+        let finder = crate::pack::sorted_ids::Finder::new(&sorted);
         let (mut at, mut pos) = (Vec::new(), Vec::new());
         for (i, w) in want.iter().enumerate() {
             if let Some(p) = finder.at(w) {
