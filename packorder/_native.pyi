@@ -67,7 +67,8 @@ PHASE_WALKING: int
 class PackFormatError(Exception):
     """Raised as PackFormatError(message, offset or None)."""
 
-    kind: Literal["corrupt", "io", "interrupted"]
+    kind: Literal["corrupt", "io", "interrupted", "missing"]
+    object_id: bytes | None  # the object a "missing" one is about
 
 @final
 class PackSource:

@@ -12,6 +12,8 @@ pub enum ErrorKind {
     Io,
     /// The job saw its cancel flag and stopped.
     Interrupted,
+    /// The repository lacks an object it names (PackError::object says which).
+    Missing,
 }
 
 impl ErrorKind {
@@ -21,6 +23,7 @@ impl ErrorKind {
             ErrorKind::Corrupt => "corrupt",
             ErrorKind::Io => "io",
             ErrorKind::Interrupted => "interrupted",
+            ErrorKind::Missing => "missing",
         }
     }
 }
@@ -31,6 +34,8 @@ pub struct PackError {
     /// Offset of the pack entry (or header/trailer) the error concerns, when there is one.
     pub offset: Option<u64>,
     pub kind: ErrorKind,
+    /// The raw id of the object a Missing error is about.
+    pub object: Option<Vec<u8>>,
 }
 
 impl PackError {
@@ -39,6 +44,7 @@ impl PackError {
             message: message.into(),
             offset: Some(offset),
             kind: ErrorKind::Corrupt,
+            object: None,
         }
     }
 
@@ -47,6 +53,7 @@ impl PackError {
             message: message.into(),
             offset: None,
             kind: ErrorKind::Corrupt,
+            object: None,
         }
     }
 
@@ -54,6 +61,15 @@ impl PackError {
         PackError {
             kind: ErrorKind::Io,
             ..PackError::general(format!("{context}: {err}"))
+        }
+    }
+
+    /// The object `id` (raw) is not in the repository; `message` says which it is.
+    pub fn missing(id: &[u8], message: impl Into<String>) -> Self {
+        PackError {
+            kind: ErrorKind::Missing,
+            object: Some(id.to_vec()),
+            ..PackError::general(message)
         }
     }
 

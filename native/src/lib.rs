@@ -56,15 +56,20 @@ fn tune_allocator() -> bool {
     }
 }
 
-/// PackFormatError(message, offset-or-None), its `kind` the error's kind by name (the class
-/// says "corrupt", for one raised without a kind).
+/// PackFormatError(message, offset-or-None), its `kind` the error's kind by name and its
+/// `object_id` the id a "missing" one is about (the class says "corrupt" and None, for one
+/// raised without them).
 pub(crate) fn to_py_err(e: error::PackError) -> PyErr {
     let err = PackFormatError::new_err((e.message, e.offset));
     if e.kind != error::ErrorKind::Corrupt {
         Python::attach(|py| {
             // Setting an attribute on a fresh exception cannot fail but for lack of memory,
             // and then the error raised is the one to see.
-            let _ = err.value(py).setattr("kind", e.kind.name());
+            let value = err.value(py);
+            let _ = value.setattr("kind", e.kind.name());
+            if let Some(id) = &e.object {
+                let _ = value.setattr("object_id", pyo3::types::PyBytes::new(py, id));
+            }
         });
     }
     err
@@ -74,6 +79,7 @@ pub(crate) fn to_py_err(e: error::PackError) -> PyErr {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let pack_format_error = m.py().get_type::<PackFormatError>();
     pack_format_error.setattr("kind", error::ErrorKind::Corrupt.name())?;
+    pack_format_error.setattr("object_id", m.py().None())?;
     m.add("PackFormatError", pack_format_error)?;
     // The phases of Progress::snapshot, so that Python names them without its own numbers.
     m.add("PHASE_INDEXING", progress::PHASE_INDEXING)?;

@@ -164,7 +164,10 @@ impl<'a> Walker<'a> {
             }
             Ok(())
         } else {
-            Err(PackError::general(format!("missing {what} {}", hex(&id))))
+            Err(PackError::missing(
+                &id,
+                format!("missing {what} {}", hex(&id)),
+            ))
         }
     }
 
