@@ -23,11 +23,11 @@ T = TypeVar("T")
 INDEXING, RESOLVING, CHECKSUM = _native.PHASE_INDEXING, _native.PHASE_RESOLVING, _native.PHASE_CHECKSUM
 
 
-def pack_error(e: Exception, path: str | os.PathLike[str] | None = None, what: str = "") -> Exception:
+def pack_error(e: _native.PackFormatError, path: str | os.PathLike[str] | None = None, what: str = "") -> Exception:
     """The error to raise for the core's PackFormatError `e` about the pack at `path`;
     `what` goes before the message ("new pack fails verification: ")."""
     message, offset = e.args
-    if message == "interrupted":  # the job saw its cancel flag
+    if e.kind == "interrupted":  # the job saw its cancel flag
         return Interrupted()
     return CorruptPackError(what + message, offset, None if path is None else str(path))
 

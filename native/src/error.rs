@@ -3,11 +3,39 @@
 
 use std::fmt;
 
+/// What went wrong, so that a caller decides what to do without reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The bytes read are not what they should be (or an object is missing or misplaced).
+    Corrupt,
+    /// The system refused a read, write or another file operation.
+    Io,
+    /// The job saw its cancel flag and stopped.
+    Interrupted,
+    /// The repository lacks an object it names (PackError::object says which).
+    Missing,
+}
+
+impl ErrorKind {
+    /// The name Python reads in PackFormatError.kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::Io => "io",
+            ErrorKind::Interrupted => "interrupted",
+            ErrorKind::Missing => "missing",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackError {
     pub message: String,
     /// Offset of the pack entry (or header/trailer) the error concerns, when there is one.
     pub offset: Option<u64>,
+    pub kind: ErrorKind,
+    /// The raw id of the object a Missing error is about.
+    pub object: Option<Vec<u8>>,
 }
 
 impl PackError {
@@ -15,6 +43,8 @@ impl PackError {
         PackError {
             message: message.into(),
             offset: Some(offset),
+            kind: ErrorKind::Corrupt,
+            object: None,
         }
     }
 
@@ -22,11 +52,32 @@ impl PackError {
         PackError {
             message: message.into(),
             offset: None,
+            kind: ErrorKind::Corrupt,
+            object: None,
         }
     }
 
     pub fn io(context: &str, err: std::io::Error) -> Self {
-        PackError::general(format!("{context}: {err}"))
+        PackError {
+            kind: ErrorKind::Io,
+            ..PackError::general(format!("{context}: {err}"))
+        }
+    }
+
+    /// The object `id` (raw) is not in the repository; `message` says which it is.
+    pub fn missing(id: &[u8], message: impl Into<String>) -> Self {
+        PackError {
+            kind: ErrorKind::Missing,
+            object: Some(id.to_vec()),
+            ..PackError::general(message)
+        }
+    }
+
+    pub fn interrupted() -> Self {
+        PackError {
+            kind: ErrorKind::Interrupted,
+            ..PackError::general("interrupted")
+        }
     }
 }
 

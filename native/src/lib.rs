@@ -5,6 +5,7 @@ pub mod bitmap;
 pub mod error;
 pub mod fsck;
 pub mod index;
+pub mod orders;
 pub mod pack;
 pub mod progress;
 mod python;
@@ -55,14 +56,31 @@ fn tune_allocator() -> bool {
     }
 }
 
-/// PackFormatError(message, offset-or-None).
+/// PackFormatError(message, offset-or-None), its `kind` the error's kind by name and its
+/// `object_id` the id a "missing" one is about (the class says "corrupt" and None, for one
+/// raised without them).
 pub(crate) fn to_py_err(e: error::PackError) -> PyErr {
-    PackFormatError::new_err((e.message, e.offset))
+    let err = PackFormatError::new_err((e.message, e.offset));
+    if e.kind != error::ErrorKind::Corrupt {
+        Python::attach(|py| {
+            // Setting an attribute on a fresh exception cannot fail but for lack of memory,
+            // and then the error raised is the one to see.
+            let value = err.value(py);
+            let _ = value.setattr("kind", e.kind.name());
+            if let Some(id) = &e.object {
+                let _ = value.setattr("object_id", pyo3::types::PyBytes::new(py, id));
+            }
+        });
+    }
+    err
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("PackFormatError", m.py().get_type::<PackFormatError>())?;
+    let pack_format_error = m.py().get_type::<PackFormatError>();
+    pack_format_error.setattr("kind", error::ErrorKind::Corrupt.name())?;
+    pack_format_error.setattr("object_id", m.py().None())?;
+    m.add("PackFormatError", pack_format_error)?;
     // The phases of Progress::snapshot, so that Python names them without its own numbers.
     m.add("PHASE_INDEXING", progress::PHASE_INDEXING)?;
     m.add("PHASE_RESOLVING", progress::PHASE_RESOLVING)?;
@@ -71,19 +89,21 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<python::index::PackIndexer>()?;
     m.add_class::<python::stream::PackStream>()?;
     m.add_class::<python::format::FileChecksum>()?;
-    m.add_class::<python::write::RevList>()?;
+    m.add_class::<python::revlist::RevList>()?;
     m.add_class::<python::walk::ObjectWalker>()?;
     m.add_class::<python::walk::WalkEdges>()?;
-    m.add_class::<python::write::PackWriter>()?;
-    m.add_class::<python::write::ObjectCheck>()?;
+    m.add_class::<python::pack_writer::PackWriter>()?;
+    m.add_class::<python::object_check::ObjectCheck>()?;
     m.add_class::<python::delta::DeltaIndex>()?;
     m.add_class::<python::delta::DeltaSearch>()?;
+    m.add_class::<python::arrays::PackSource>()?;
+    m.add_class::<python::bitmap::BitmapOutcome>()?;
     m.add_function(wrap_pyfunction!(python::bitmap::pack_bitmap, m)?)?;
-    m.add_function(wrap_pyfunction!(python::write::loose_header, m)?)?;
-    m.add_function(wrap_pyfunction!(python::write::read_loose, m)?)?;
-    m.add_function(wrap_pyfunction!(python::write::id_sort_order, m)?)?;
-    m.add_function(wrap_pyfunction!(python::write::find_ids, m)?)?;
-    m.add_function(wrap_pyfunction!(python::write::find_hits, m)?)?;
+    m.add_function(wrap_pyfunction!(python::loose::loose_header, m)?)?;
+    m.add_function(wrap_pyfunction!(python::loose::read_loose, m)?)?;
+    m.add_function(wrap_pyfunction!(python::sorted_ids::id_sort_order, m)?)?;
+    m.add_function(wrap_pyfunction!(python::sorted_ids::find_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(python::sorted_ids::find_hits, m)?)?;
     m.add_function(wrap_pyfunction!(python::format::object_id, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
     m.add_function(wrap_pyfunction!(python::fsck::fsck_messages, m)?)?;

@@ -32,7 +32,7 @@ impl Progress {
 
     pub fn check_cancelled(&self) -> Result<()> {
         if self.cancelled.load(Ordering::Relaxed) {
-            Err(PackError::general("interrupted"))
+            Err(PackError::interrupted())
         } else {
             Ok(())
         }

@@ -73,19 +73,18 @@ class PackLayout:
     def count(self) -> int:
         return len(self.offsets)
 
-    def native_source(self, crcs: bytes = b"") -> tuple:
-        """The pack as the native core reads it (path, offsets, where the entries end, header
-        lengths, stored types, sizes, base positions, CRCs in pack order or b"", its hash)."""
-        return (
-            str(self.pack_path),
-            self.offsets.astype(np.uint64).tobytes(),
-            self.data_end,
-            self.header_lens.astype(np.uint8).tobytes(),
-            self.kinds.astype(np.uint8).tobytes(),
-            self.sizes.astype(np.uint64).tobytes(),
-            self.base.astype(np.int64).tobytes(),
-            crcs,
-            self.fmt.name,
+    def native_source(self, crcs: bytes = b"") -> _native.PackSource:
+        """The pack as the native core reads it (`crcs` in pack order, or b"" if unknown)."""
+        return _native.PackSource(
+            path=str(self.pack_path),
+            offsets=self.offsets.astype(np.uint64).tobytes(),
+            data_end=self.data_end,
+            header_lens=self.header_lens.astype(np.uint8).tobytes(),
+            kinds=self.kinds.astype(np.uint8).tobytes(),
+            sizes=self.sizes.astype(np.uint64).tobytes(),
+            bases=self.base.astype(np.int64).tobytes(),
+            crcs=crcs,
+            object_format=self.fmt.name,
         )
 
     @property

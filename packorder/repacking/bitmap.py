@@ -35,7 +35,7 @@ class PackBitmap:
     data: bytes | None  # None: the pack cannot have a bitmap of its own (see `why`)
     bitmaps: int
     xored: int
-    why: str
+    why: str | None  # None when it has one
     edges_stored: int  # tree and commit edges kept in memory (chunks shared within a delta family)
     edges_named: int  # edges the trees and commits name
     graph: str  # where the graph came from: "walk" (recorded by the walk) or "pack" (read from the new pack)
@@ -77,7 +77,7 @@ def compute(
     rows = plan.rows
     selected = select_commits(table, rows, heads)
     with pack_errors(written.path, "cannot build the new pack's bitmap: "):
-        data, bitmaps, xored, why, (stored, named, walked) = _native.pack_bitmap(
+        outcome = _native.pack_bitmap(
             str(written.path),
             written.offsets.astype(np.uint64).tobytes(),
             written.size - written.fmt.rawsz,
@@ -92,4 +92,12 @@ def compute(
             object_limit,
             table.graph,
         )
-    return PackBitmap(data, bitmaps, xored, why, stored, named, "walk" if walked else "pack")
+    return PackBitmap(
+        outcome.data,
+        outcome.bitmaps,
+        outcome.xored,
+        outcome.why,
+        outcome.edges_stored,
+        outcome.edges_named,
+        "walk" if outcome.graph_from_walk else "pack",
+    )

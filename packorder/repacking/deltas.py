@@ -210,7 +210,7 @@ def chunk_bounds(
     return np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
 
 
-def _pack_args(repo: Repository, used: list[int]) -> list[tuple]:
+def _pack_args(repo: Repository, used: list[int]) -> list[_native.PackSource]:
     # No CRCs: the search only reads objects; the writer checks what it copies.
     return [repo.packs[s].layout.native_source() for s in used]
 

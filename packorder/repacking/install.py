@@ -276,7 +276,7 @@ def write_and_install(
                 result.bitmap = bitmap.data is not None
                 result.bitmap_kind = "pack" if result.bitmap else ""
                 result.bitmaps = bitmap.bitmaps
-                result.bitmap_note = bitmap.why
+                result.bitmap_note = bitmap.why or ""
             name = out_dir / f"pack-{written.checksum.hex()}.pack"
             existed = name.with_suffix(".idx").exists()
             if journal is not None:

@@ -149,7 +149,7 @@ def make_plan(
     )
 
 
-def _source_args(repo: Repository, used: list[int]) -> list[tuple]:
+def _source_args(repo: Repository, used: list[int]) -> list[_native.PackSource]:
     out = []
     for s in used:
         pack = repo.packs[s]
@@ -369,16 +369,16 @@ def verify_produced(
     if len(targets) > PRODUCED_SHARE_FOR_FULL * len(plan.how):
         return verify_full(written, threads, budget, object_limit, progress)
     if len(targets):
-        source = (
-            str(written.path),
-            written.offsets.astype(np.uint64).tobytes(),
-            written.size - written.fmt.rawsz,
-            headers.header_lens.tobytes(),
-            headers.kinds.tobytes(),
-            headers.sizes.astype(np.uint64).tobytes(),
-            plan.base.astype(np.int64).tobytes(),
-            b"",
-            written.fmt.name,
+        source = _native.PackSource(
+            path=str(written.path),
+            offsets=written.offsets.astype(np.uint64).tobytes(),
+            data_end=written.size - written.fmt.rawsz,
+            header_lens=headers.header_lens.tobytes(),
+            kinds=headers.kinds.tobytes(),
+            sizes=headers.sizes.astype(np.uint64).tobytes(),
+            bases=plan.base.astype(np.int64).tobytes(),
+            crcs=b"",
+            object_format=written.fmt.name,
         )
         check = _native.ObjectCheck(
             source,

@@ -29,10 +29,9 @@ from packorder.format.object_format import ObjectFormat
 from packorder.settings import delta_base_cache_limit, physical_memory, thread_count
 
 WALKS = ("git", "native")
+
+
 # What the walk says of an object the repository lacks (native/src/walk/walker.rs).
-_LOST = re.compile(r"missing (?:commit|tree|blob|tag|object) ([0-9a-f]{40}|[0-9a-f]{64})")
-
-
 @dataclass(frozen=True)
 class Walked:
     """What a walk gives: the ids, one after another, in Git's order; for each, the hashes of
@@ -187,13 +186,12 @@ class NativeWalk:
     def result(self) -> Walked:
         self.thread.join()
         if isinstance(self.error, _native.PackFormatError):
-            message = self.error.args[0]
-            if message == "interrupted":
+            if self.error.kind == "interrupted":
                 raise Interrupted()
-            lost = _LOST.fullmatch(message)
-            if lost and self._arrived([lost[1]]):
+            lost = self.error.object_id
+            if self.error.kind == "missing" and lost is not None and self._arrived([lost.hex()]):
                 return self._fall_back()
-            raise walk_failed(message.encode(), 1)
+            raise walk_failed(self.error.args[0].encode(), 1)
         if self.error is not None:
             raise self.error
         assert self._result is not None

@@ -7,5 +7,5 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let offset = u64::from_le_bytes(data[..8].try_into().unwrap());
-    let _ = _native::pack::entry::parse_header(&data[8..], offset);
+    let _ = _native::pack::entry_header::parse_header(&data[8..], offset);
 });

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use _native::progress::Progress;
 use _native::index::resolve::{resolve, Forest, ResolveOptions};
-use _native::index::scan::{scan, ScanOptions};
+use _native::index::first_pass::{scan, ScanOptions};
 use _native::pack::source::PackFile;
 use libfuzzer_sys::fuzz_target;
 
@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
                 detect_collisions: true,
             };
             let roots: Vec<u32> =
-                (0..r.table.len()).filter(|&i| !_native::pack::entry::is_delta(r.table.entries.kinds[i])).map(|i| i as u32).collect();
+                (0..r.table.len()).filter(|&i| !_native::pack::entry_header::is_delta(r.table.entries.kinds[i])).map(|i| i as u32).collect();
             let _ = resolve(&pack, &mut r.table, &mut forest, &roots, &ropts, &progress, pool, &mut Vec::new());
         }
     }

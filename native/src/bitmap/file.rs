@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use crate::bitmap::ewah::Ewah;
 use crate::bitmap::graph::{ChunkId, Graph, OUTSIDE};
-use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
+use crate::pack::entry_header::{ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
 
 const BITMAP_OPT_FULL_DAG: u16 = 0x1;
 const BITMAP_OPT_HASH_CACHE: u16 = 0x4;

@@ -3,7 +3,7 @@
 //! it: the walk, as it reads each commit and tree (walk/edges.rs), and, when the walk was
 //! Git's, a reading of the new pack itself (reach.rs).
 
-use crate::pack::entry::{HashAlgo, ObjectId};
+use crate::pack::entry_header::{HashAlgo, ObjectId};
 
 /// Edges over pack positions, in chunks that many objects share: object `i` names, in order,
 /// the targets of its chunks (`chunks(i)`). A commit names its tree, then its parents.

@@ -12,11 +12,11 @@ use std::collections::HashMap;
 
 use crate::bitmap::graph::{Graph, Rows, OUTSIDE};
 use crate::error::{PackError, Result};
-use crate::pack::entry::{HashAlgo, ObjectId, MAX_RAWSZ, OBJ_COMMIT, OBJ_TREE};
+use crate::pack::entries::Entries;
+use crate::pack::entry_header::{HashAlgo, ObjectId, MAX_RAWSZ, OBJ_COMMIT, OBJ_TREE};
 use crate::pack::hash::{hex, parse_hex};
-use crate::pack::ids::Finder;
 use crate::pack::object_read::{Reader, Store};
-use crate::pack::pack_entries::Entries;
+use crate::pack::sorted_ids::Finder;
 
 /// What one reading task's reader may keep of the objects it rebuilt. On git/git (a bitmap
 /// beside a reuse repack, 5 runs): 2 MiB rebuilt chains often enough to cost 12% more CPU,

@@ -3,7 +3,7 @@
 use crate::fsck::ident::{check_ident, headers_end_badly, id_line};
 use crate::fsck::report::{name, oid_hex, Report};
 use crate::fsck::rules::Msg;
-use crate::pack::entry::ObjectId;
+use crate::pack::entry_header::ObjectId;
 
 /// What a commit links to.
 pub struct Parsed {

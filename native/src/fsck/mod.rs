@@ -23,7 +23,9 @@ use std::sync::Mutex;
 
 use links::Links;
 
-use crate::pack::entry::{type_name, HashAlgo, ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE};
+use crate::pack::entry_header::{
+    type_name, HashAlgo, ObjectId, OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE,
+};
 use crate::pack::hash::hex;
 use report::{Report, PLAIN_ERROR};
 use rules::Rules;

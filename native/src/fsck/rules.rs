@@ -2,7 +2,7 @@
 //! one run applies. The ids are Git's (`fsck.<msg-id>`, `--strict=<msg-id>=<severity>`); the
 //! option strings are parsed on the Python side, which hands over one severity per id.
 
-use crate::pack::entry::ObjectId;
+use crate::pack::entry_header::ObjectId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Default {

@@ -4,7 +4,7 @@ use crate::fsck::ident::{check_ident, headers_end_badly, id_line};
 use crate::fsck::refname::is_valid_refname;
 use crate::fsck::report::{name, oid_hex, Report};
 use crate::fsck::rules::Msg;
-use crate::pack::entry::{type_named, ObjectId};
+use crate::pack::entry_header::{type_named, ObjectId};
 
 /// Git's `parse_tag_buffer`: the tagged object and its type. Err is Git's error line, if it
 /// prints one (the run then fails with "invalid tag").

@@ -108,8 +108,8 @@ pub fn is_dir(mode: u16) -> bool {
 /// gitlink, or any other mode, which Git reads as one).
 pub fn link_kind(mode: u16) -> Option<u8> {
     match mode & S_IFMT {
-        S_IFDIR => Some(crate::pack::entry::OBJ_TREE),
-        S_IFREG | S_IFLNK => Some(crate::pack::entry::OBJ_BLOB),
+        S_IFDIR => Some(crate::pack::entry_header::OBJ_TREE),
+        S_IFREG | S_IFLNK => Some(crate::pack::entry_header::OBJ_BLOB),
         _ => None,
     }
 }

@@ -8,7 +8,7 @@ use crate::fsck::{Checker, Finding, Seen, Special};
 use crate::index::reread::Entries;
 use crate::index::resolve::inflate_entry;
 use crate::index::table::Table;
-use crate::pack::entry::{is_delta, type_name, ObjectId, OBJ_BLOB};
+use crate::pack::entry_header::{is_delta, type_name, ObjectId, OBJ_BLOB};
 use crate::pack::hash::hex;
 use crate::pack::source::PackFile;
 
@@ -31,7 +31,7 @@ fn fatal(seen: Seen, id: ObjectId, text: String) -> Finding {
 }
 
 /// Check again, from a fresh start, every whole object the first pass found: when a thread of
-/// that pass read entries from a false boundary (scan.rs), the checks it made saw objects of
+/// that pass read entries from a false boundary (first_pass.rs), the checks it made saw objects of
 /// no pack, whose links must not count. Rare: such entries must inflate as two whole entries
 /// in a row (a stored blob that holds a pack).
 pub fn check_again(

@@ -2,12 +2,13 @@
 //! parallel, with the bases it keeps), completing a thin pack, and Git's object checks.
 
 pub mod checks;
+pub(crate) mod entry_scanner;
+pub mod first_pass;
+pub mod indexer;
 pub mod received;
 pub mod reread;
 pub mod resolve;
 pub(crate) mod retain;
-pub mod scan;
-pub(crate) mod scanner;
 pub mod stream;
 pub mod table;
 pub mod thin;

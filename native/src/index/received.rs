@@ -1,13 +1,13 @@
 //! The first pass made while a pack arrives on a stream (stream.rs inflates every entry to
 //! find where it ends anyway): the entry table, each whole object's id, each raw entry's
-//! CRC32, the pack's checksum and Git's object checks, as the scan (scan.rs) finds them in a
+//! CRC32, the pack's checksum and Git's object checks, as the scan (first_pass.rs) finds them in a
 //! stored pack, so that the stored pack need not be read again before its deltas are resolved.
 
 use crate::error::{PackError, Result};
 use crate::fsck::{Checker, Seen};
-use crate::index::scan::PackHeader;
+use crate::index::first_pass::PackHeader;
 use crate::index::table::Table;
-use crate::pack::entry::{is_delta, EntryHeader, HashAlgo, ObjectId, OBJ_BLOB};
+use crate::pack::entry_header::{is_delta, EntryHeader, HashAlgo, ObjectId, OBJ_BLOB};
 use crate::pack::hash::{hex, FileChecksum, ObjectHasher};
 
 /// What the first pass found, for the indexer to take over (python/index.rs `adopt`).

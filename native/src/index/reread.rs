@@ -6,7 +6,7 @@ use crate::error::{PackError, Result};
 use crate::index::resolve::inflate_entry;
 use crate::index::table::Table;
 use crate::pack::delta_chain::{decode, ChainLinks, ChainStats, NoCache, Object};
-use crate::pack::entry::{parse_header, BaseRef, ObjectId, MAX_HEADER_LEN};
+use crate::pack::entry_header::{parse_header, BaseRef, ObjectId, MAX_HEADER_LEN};
 use crate::pack::source::PackFile;
 
 pub struct Entries<'a> {

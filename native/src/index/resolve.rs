@@ -31,7 +31,7 @@ use crate::fsck::{Checker, Seen};
 use crate::index::retain::{Base, Gate, KeptBases, Ticket};
 use crate::index::table::{ref_children, Table};
 use crate::pack::delta::{apply_delta_into, delta_sizes};
-use crate::pack::entry::{is_delta, ObjectId};
+use crate::pack::entry_header::{is_delta, ObjectId};
 use crate::pack::hash::object_id;
 use crate::pack::source::PackFile;
 use crate::progress::Progress;

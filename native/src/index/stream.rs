@@ -20,9 +20,9 @@
 
 use crate::error::{PackError, Result};
 use crate::fsck::Checker;
+use crate::index::first_pass::PackHeader;
 use crate::index::received::{Indexed, Recorder};
-use crate::index::scan::PackHeader;
-use crate::pack::entry::{parse_header, HashAlgo, OBJ_OFS_DELTA, OBJ_REF_DELTA};
+use crate::pack::entry_header::{parse_header, HashAlgo, OBJ_OFS_DELTA, OBJ_REF_DELTA};
 use crate::pack::inflate::{deflated_bound, Inflater};
 
 /// Git's input buffer (index-pack's `input_buffer`).

@@ -5,7 +5,7 @@ use std::io::Write;
 
 fn entry(kind: u8, data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    crate::pack::entry::encode_type_size(kind, data.len() as u64, &mut out);
+    crate::pack::entry_header::encode_type_size(kind, data.len() as u64, &mut out);
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
     z.write_all(data).unwrap();
     out.extend(z.finish().unwrap());
@@ -83,7 +83,7 @@ fn a_base_id_across_the_buffers_end_is_read_whole() {
     // those 5 and asks for 4091 more, so the next read ends at 4091 + 4096.
     let filler = blob_entry_of(4096 - 5 - 1 - 12);
     let mut delta = Vec::new();
-    crate::pack::entry::encode_type_size(OBJ_REF_DELTA, 4, &mut delta);
+    crate::pack::entry_header::encode_type_size(OBJ_REF_DELTA, 4, &mut delta);
     assert_eq!(delta.len(), 1);
     delta.extend([9u8; 20]);
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
@@ -140,7 +140,7 @@ fn broken_entries_are_errors_at_their_offset() {
 
 #[test]
 fn the_first_pass_is_the_scans() {
-    use crate::index::scan::{scan, ScanOptions};
+    use crate::index::first_pass::{scan, ScanOptions};
     use crate::pack::source::PackFile;
     use crate::progress::Progress;
     let base: Vec<u8> = (0..5000u32).map(|i| (i * 7919 % 251) as u8).collect();
@@ -151,7 +151,7 @@ fn the_first_pass_is_the_scans() {
     let delta = [0x88, 0x27, 0x64, 0x90, 0x64];
     let base_id = crate::pack::hash::object_id(HashAlgo::Sha1, 3, &base, true, 0).unwrap();
     let mut ref_delta = Vec::new();
-    crate::pack::entry::encode_type_size(OBJ_REF_DELTA, delta.len() as u64, &mut ref_delta);
+    crate::pack::entry_header::encode_type_size(OBJ_REF_DELTA, delta.len() as u64, &mut ref_delta);
     ref_delta.extend_from_slice(&base_id);
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
     z.write_all(&delta).unwrap();
@@ -235,11 +235,11 @@ fn varied_entries(n: usize) -> Vec<Part> {
         } else {
             kind
         };
-        crate::pack::entry::encode_type_size(kind, len as u64, &mut bytes);
+        crate::pack::entry_header::encode_type_size(kind, len as u64, &mut bytes);
         let mut base_id = 0;
         if kind == OBJ_OFS_DELTA {
             let back = parts.last().map_or(1, |p| p.bytes.len() as u64);
-            crate::pack::entry::encode_ofs(back, &mut bytes);
+            crate::pack::entry_header::encode_ofs(back, &mut bytes);
         } else if kind == OBJ_REF_DELTA {
             bytes.extend([7u8; 20]);
             base_id = 20;

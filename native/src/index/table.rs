@@ -2,11 +2,11 @@
 //! an entry, so ten million entries stay well under a gigabyte.
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{
+use crate::pack::entries::Entries;
+use crate::pack::entry_header::{
     is_delta, BaseRef, EntryHeader, HashAlgo, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA,
 };
 use crate::pack::object_id::IdColumn;
-use crate::pack::pack_entries::Entries;
 
 /// A pack being indexed: its entries (filled while scanning; `entries.bases` stays empty, the
 /// bases are kept as below until the delta forest is built) and what indexing finds out.
@@ -226,7 +226,7 @@ pub fn ref_children<'a>(sorted: &'a [(ObjectId, u32)], id: &ObjectId) -> &'a [(O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pack::entry::OBJ_BLOB;
+    use crate::pack::entry_header::OBJ_BLOB;
 
     fn entry(kind: u8, base: BaseRef) -> EntryHeader {
         EntryHeader {

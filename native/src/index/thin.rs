@@ -9,7 +9,7 @@ use crate::error::{PackError, Result};
 use crate::fsck::Checker;
 use crate::index::resolve::{resolve, Forest, ResolveOptions, ResolveStats};
 use crate::index::table::Table;
-use crate::pack::entry::{encode_type_size, ObjectId, OBJ_COMMIT, OBJ_TAG};
+use crate::pack::entry_header::{encode_type_size, ObjectId, OBJ_COMMIT, OBJ_TAG};
 use crate::pack::hash::{object_id, FileChecksum};
 use crate::pack::source::PackFile;
 use crate::progress::Progress;

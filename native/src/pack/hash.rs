@@ -5,7 +5,7 @@
 //! plain hash: they guard against corruption, not attack.
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::type_name;
+use crate::pack::entry_header::type_name;
 use crate::pack::object_id::{HashAlgo, ObjectId};
 use sha2::Digest;
 
@@ -132,7 +132,7 @@ fn parse_hex_digits(algo: HashAlgo, text: &[u8], upper: bool) -> Option<ObjectId
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pack::entry::OBJ_BLOB;
+    use crate::pack::entry_header::OBJ_BLOB;
 
     #[test]
     fn hex_round_trips_and_rejects_what_is_not_an_id() {

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::type_named;
+use crate::pack::entry_header::type_named;
 
 fn bad(path: &Path, what: &str) -> PackError {
     PackError::general(format!(

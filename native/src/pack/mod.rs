@@ -4,14 +4,14 @@
 
 pub mod delta;
 pub mod delta_chain;
-pub mod entry;
-pub mod entry_headers;
+pub mod entries;
+pub mod entry_header;
 pub mod hash;
-pub mod ids;
+pub mod header_reader;
 pub mod inflate;
 pub mod loose;
 pub mod lru;
 pub mod object_id;
 pub mod object_read;
-pub mod pack_entries;
+pub mod sorted_ids;
 pub mod source;

@@ -11,9 +11,9 @@ use std::path::PathBuf;
 
 use crate::error::{PackError, Result};
 use crate::pack::delta_chain::{decode, BaseCache, ChainLinks, ChainStats, Object};
+use crate::pack::entries::PackEntries;
 use crate::pack::inflate::Inflater;
 use crate::pack::lru::Lru;
-use crate::pack::pack_entries::PackEntries;
 
 /// Where an object is: `(source, pos)` with `source` an index into the packs, or `LOOSE` and
 /// `pos` an index into the loose paths.
@@ -113,7 +113,7 @@ impl ChainLinks for StoreLinks<'_> {
         let b = src.entries.bases[pos];
         if b >= 0 {
             Ok(Some((s, b as usize)))
-        } else if crate::pack::entry::is_delta(src.entries.kinds[pos]) {
+        } else if crate::pack::entry_header::is_delta(src.entries.kinds[pos]) {
             Err(src.corrupt(pos, "delta whose base is not in its pack"))
         } else {
             Ok(None)

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::pack::entries::{Entries, PackEntries};
 use crate::pack::object_id::{HashAlgo, ObjectId};
-use crate::pack::pack_entries::{Entries, PackEntries};
 use crate::pack::source::PackFile;
 use crate::to_py_err;
 
@@ -69,33 +69,81 @@ pub(crate) fn one_id(algo: HashAlgo, raw: &[u8], what: &str) -> PyResult<ObjectI
 
 pub(crate) type Col<'py> = Bound<'py, PyBytes>;
 
-/// A source pack as Python describes it: (path, offsets u64, end of its entries, header_lens
-/// u8, kinds u8, sizes u64, bases i64, crcs u32 or empty, its hash's name), every array in
-/// pack order.
-pub(crate) type SourceArgs<'py> = (
-    PathBuf,
-    Col<'py>,
-    u64,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-    Col<'py>,
-    String,
-);
+/// A source pack as Python describes it to the writer, the object check and the delta
+/// search: every array native-endian and in pack order.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub struct PackSource {
+    path: PathBuf,
+    /// u64 each.
+    offsets: Py<PyBytes>,
+    /// Where the entries end (the trailer's offset).
+    data_end: u64,
+    /// u8 each.
+    header_lens: Py<PyBytes>,
+    /// The stored types, u8 each.
+    kinds: Py<PyBytes>,
+    /// u64 each.
+    sizes: Py<PyBytes>,
+    /// Base positions, -1 for none, i64 each.
+    bases: Py<PyBytes>,
+    /// u32 each, or empty when not known.
+    crcs: Py<PyBytes>,
+    object_format: String,
+}
+
+#[pymethods]
+impl PackSource {
+    #[new]
+    #[pyo3(signature = (*, path, offsets, data_end, header_lens, kinds, sizes, bases, crcs, object_format))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        path: PathBuf,
+        offsets: Py<PyBytes>,
+        data_end: u64,
+        header_lens: Py<PyBytes>,
+        kinds: Py<PyBytes>,
+        sizes: Py<PyBytes>,
+        bases: Py<PyBytes>,
+        crcs: Py<PyBytes>,
+        object_format: String,
+    ) -> Self {
+        PackSource {
+            path,
+            offsets,
+            data_end,
+            header_lens,
+            kinds,
+            sizes,
+            bases,
+            crcs,
+            object_format,
+        }
+    }
+}
 
 /// Open and check one source pack: columns of one length, offsets ascending within its
 /// entries, delta bases within the pack.
-pub(crate) fn source(args: SourceArgs<'_>) -> PyResult<PackEntries> {
-    let (path, offsets, data_end, header_lens, kinds, sizes, bases, crcs, hash) = args;
-    let pack = PackFile::open(&path, false, hash_named(&hash)?).map_err(to_py_err)?;
+pub(crate) fn source(py: Python<'_>, args: &PackSource) -> PyResult<PackEntries> {
+    let path = args.path.clone();
+    let data_end = args.data_end;
+    let (offsets, header_lens, kinds) = (
+        args.offsets.as_bytes(py),
+        args.header_lens.as_bytes(py),
+        args.kinds.as_bytes(py),
+    );
+    let (sizes, bases, crcs) = (
+        args.sizes.as_bytes(py),
+        args.bases.as_bytes(py),
+        args.crcs.as_bytes(py),
+    );
+    let pack = PackFile::open(&path, false, hash_named(&args.object_format)?).map_err(to_py_err)?;
     let e = Entries {
-        offsets: u64s(offsets.as_bytes()),
-        kinds: kinds.as_bytes().to_vec(),
-        header_lens: header_lens.as_bytes().to_vec(),
-        sizes: u64s(sizes.as_bytes()),
-        crcs: u32s(crcs.as_bytes()),
-        bases: i64s(bases.as_bytes()),
+        offsets: u64s(offsets),
+        kinds: kinds.to_vec(),
+        header_lens: header_lens.to_vec(),
+        sizes: u64s(sizes),
+        crcs: u32s(crcs),
+        bases: i64s(bases),
         data_end,
     };
     let n = e.offsets.len();

@@ -8,38 +8,55 @@ use pyo3::types::PyBytes;
 use crate::bitmap::file::{self, BitmapError, Input};
 use crate::bitmap::graph::Graph;
 use crate::bitmap::reach::{read_graph, Objects};
-use crate::pack::entry_headers::read_entries;
+use crate::pack::entries::PackEntries;
+use crate::pack::header_reader::read_entries;
 use crate::pack::object_read::Store;
-use crate::pack::pack_entries::PackEntries;
 use crate::pack::source::PackFile;
 use crate::python::arrays::ids_column;
 use crate::python::arrays::{i64s, u32s, u64s};
 use crate::python::walk::WalkEdges;
 use crate::{to_py_err, PackFormatError};
 
-type BitmapOutcome<'py> = (
-    Option<Bound<'py, PyBytes>>,
-    usize,
-    usize,
-    String,
-    (usize, usize, bool),
-);
+/// What pack_bitmap made: the bitmap, or why the pack cannot have one of its own; and the
+/// graph it was made from.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub struct BitmapOutcome {
+    /// The `.bitmap` file's bytes; None when the pack cannot have a bitmap of its own.
+    data: Option<Py<PyBytes>>,
+    bitmaps: usize,
+    /// How many of the bitmaps are stored XORed with an earlier one.
+    xored: usize,
+    /// Why there is no bitmap: the pack names an object it does not hold.
+    why: Option<String>,
+    /// Edge targets the graph kept in memory (shared within a delta family).
+    edges_stored: usize,
+    /// Edges the trees and commits name.
+    edges_named: usize,
+    /// Whether the graph is the one the walk recorded (else it was read from the pack).
+    graph_from_walk: bool,
+}
 
-/// What a bitmap's outcome says of its graph: (edge targets stored, edges named, whether the
-/// walk recorded them).
-fn edges_of(graph: &Graph, walked: bool) -> (usize, usize, bool) {
+/// What a bitmap's outcome says of its graph.
+struct Edges {
+    stored: usize,
+    named: usize,
+    from_walk: bool,
+}
+
+fn edges_of(graph: &Graph, from_walk: bool) -> Edges {
     let (stored, named) = graph.sizes();
-    (stored, named, walked)
+    Edges {
+        stored,
+        named,
+        from_walk,
+    }
 }
 
 /// The `.bitmap` of a pack just written and verified, from its entries in pack order (start
 /// offsets, where they end, base positions or -1, real types, ids, path-name hashes) and the pack
 /// positions of the commits to give a bitmap; `hash_cache` writes the path-name hashes.
 /// `edges`, the graph the walk recorded, spares reading the pack's commits and trees again
-/// (they are read when it lacks one a bitmap needs). Returns (bytes, bitmaps, of them XORed,
-/// "", (edge targets stored, edges named, whether they are the walk's)) or, when the pack
-/// names an object it does not hold (it cannot have a bitmap of its own), (None, 0, 0, why,
-/// edges).
+/// (they are read when it lacks one a bitmap needs).
 #[pyfunction]
 #[pyo3(signature = (pack_path, offsets, data_end, bases, kinds, oids, name_hashes, selected, checksum, hash_cache, threads, object_limit, edges=None))]
 #[allow(clippy::too_many_arguments)]
@@ -58,12 +75,12 @@ pub fn pack_bitmap<'py>(
     threads: usize,
     object_limit: u64,
     edges: Option<Bound<'py, WalkEdges>>,
-) -> PyResult<BitmapOutcome<'py>> {
+) -> PyResult<BitmapOutcome> {
     let walk_graph = edges.and_then(|e| e.get().take());
     let (offsets, bases) = (u64s(offsets), i64s(bases));
     let (name_hashes, selected) = (u32s(name_hashes), u32s(selected));
     // The pack's checksum names the hash of everything else.
-    let checksum = crate::pack::entry::ObjectId::try_from(checksum)
+    let checksum = crate::pack::entry_header::ObjectId::try_from(checksum)
         .map_err(|_| pyo3::exceptions::PyValueError::new_err("pack_bitmap: not a pack checksum"))?;
     let algo = checksum.algo();
     let oids = ids_column(algo, oids, "pack_bitmap")?;
@@ -74,7 +91,7 @@ pub fn pack_bitmap<'py>(
         || bases.iter().any(|&b| b >= n as i64)
         || selected
             .iter()
-            .any(|&s| s as usize >= n || kinds[s as usize] != crate::pack::entry::OBJ_COMMIT)
+            .any(|&s| s as usize >= n || kinds[s as usize] != crate::pack::entry_header::OBJ_COMMIT)
     {
         return Err(pyo3::exceptions::PyValueError::new_err(
             "pack_bitmap: columns differ in length, or a base or selected commit out of range",
@@ -82,7 +99,7 @@ pub fn pack_bitmap<'py>(
     }
     let pack = PackFile::open(&pack_path, false, algo).map_err(to_py_err)?;
     let outcome = py.detach(|| -> crate::error::Result<_> {
-        let order = crate::pack::ids::sort_order(&oids);
+        let order = crate::pack::sorted_ids::sort_order(&oids);
         let mut index_pos = vec![0u32; n];
         for (k, &i) in order.iter().enumerate() {
             index_pos[i as usize] = k as u32;
@@ -136,13 +153,15 @@ pub fn pack_bitmap<'py>(
         Ok((edges_of(&graph, false), write(&graph)))
     });
     match outcome {
-        Ok((edges, Ok((bytes, stats)))) => Ok((
-            Some(PyBytes::new(py, &bytes)),
-            stats.bitmaps,
-            stats.xored,
-            String::new(),
-            edges,
-        )),
+        Ok((edges, Ok((bytes, stats)))) => Ok(BitmapOutcome {
+            data: Some(PyBytes::new(py, &bytes).unbind()),
+            bitmaps: stats.bitmaps,
+            xored: stats.xored,
+            why: None,
+            edges_stored: edges.stored,
+            edges_named: edges.named,
+            graph_from_walk: edges.from_walk,
+        }),
         Ok((_, Err(BitmapError::Unrecorded(at)))) => Err(PackFormatError::new_err((
             format!("the graph read from the pack lacks the object at position {at}"),
             py.None(),
@@ -150,17 +169,19 @@ pub fn pack_bitmap<'py>(
         Ok((_, Err(BitmapError::Corrupt(message)))) => {
             Err(PackFormatError::new_err((message, py.None())))
         }
-        Ok((edges, Err(BitmapError::Outside(from, missing)))) => Ok((
-            None,
-            0,
-            0,
-            format!(
+        Ok((edges, Err(BitmapError::Outside(from, missing)))) => Ok(BitmapOutcome {
+            data: None,
+            bitmaps: 0,
+            xored: 0,
+            why: Some(format!(
                 "{} names {}, which is not in the pack",
                 crate::pack::hash::hex(&oids[from as usize]),
                 crate::pack::hash::hex(&missing)
-            ),
-            edges,
-        )),
+            )),
+            edges_stored: edges.stored,
+            edges_named: edges.named,
+            graph_from_walk: edges.from_walk,
+        }),
         Err(e) => Err(to_py_err(e)),
     }
 }

@@ -10,7 +10,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::pack::object_read::{Locator, Store, LOOSE};
 use crate::progress::Progress;
-use crate::python::arrays::{self, bytes_of, i32s, i64s, u32s, u64s, SourceArgs};
+use crate::python::arrays::{self, bytes_of, i32s, i64s, u32s, u64s, PackSource};
 use crate::to_py_err;
 use crate::write::delta_create;
 use crate::write::delta_search::{search, Candidate, Options};
@@ -74,9 +74,7 @@ pub struct DeltaSearch {
 
 #[pymethods]
 impl DeltaSearch {
-    /// packs: [(path, offsets u64, end of the entries, header_lens u8, kinds u8, sizes u64,
-    /// bases i64, crcs)]
-    /// in pack order; loose: paths. Candidates, sorted, one element each: kinds u8, sizes
+    /// packs: the packs the candidates are read from; loose: paths. Candidates, sorted, one element each: kinds u8, sizes
     /// u64, sources i32 (pack index, -1 loose), positions u64 (pack position or loose
     /// index), max_depths u32, same_pack u8, ranks u32 (optional: a base may not outrank its
     /// delta). chunks: i64 boundaries from 0 to the count.
@@ -84,7 +82,8 @@ impl DeltaSearch {
     #[pyo3(signature = (packs, loose, kinds, sizes, sources, positions, max_depths, same_pack, chunks, window, threads, cache_budget, object_limit, ranks=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        packs: Vec<SourceArgs<'_>>,
+        py: Python<'_>,
+        packs: Vec<PyRef<'_, PackSource>>,
         loose: Vec<PathBuf>,
         kinds: &[u8],
         sizes: &[u8],
@@ -100,8 +99,8 @@ impl DeltaSearch {
         ranks: Option<&[u8]>,
     ) -> PyResult<Self> {
         let srcs = packs
-            .into_iter()
-            .map(arrays::source)
+            .iter()
+            .map(|s| arrays::source(py, s))
             .collect::<PyResult<Vec<_>>>()?;
         let store = Store::new(srcs, loose, object_limit).map_err(to_py_err)?;
         let sizes = u64s(sizes);

@@ -7,7 +7,8 @@ use pyo3::types::PyBytes;
 use crate::pack::object_id::HashAlgo;
 use crate::python::arrays::{bytes_of, hash_named, u64s};
 use crate::{
-    error, pack::delta, pack::entry, pack::entry_headers, pack::hash, pack::source, to_py_err,
+    error, pack::delta, pack::entry_header, pack::hash, pack::header_reader, pack::source,
+    to_py_err,
 };
 
 /// The id of an object of type `kind` (1-4) with content `data`, by `object_format`'s hash.
@@ -51,12 +52,13 @@ pub(crate) fn parse_entry_header<'py>(
     offset: u64,
     object_format: &str,
 ) -> PyResult<Option<(u8, u64, usize, Option<u64>, Option<Bound<'py, PyBytes>>)>> {
-    let h = entry::parse_header(buf, offset, hash_named(object_format)?).map_err(to_py_err)?;
+    let h =
+        entry_header::parse_header(buf, offset, hash_named(object_format)?).map_err(to_py_err)?;
     Ok(h.map(|h| {
         let (ofs, id) = match h.base {
-            entry::BaseRef::None => (None, None),
-            entry::BaseRef::Offset(o) => (Some(o), None),
-            entry::BaseRef::Id(id) => (None, Some(PyBytes::new(py, &id))),
+            entry_header::BaseRef::None => (None, None),
+            entry_header::BaseRef::Offset(o) => (Some(o), None),
+            entry_header::BaseRef::Id(id) => (None, Some(PyBytes::new(py, &id))),
         };
         (h.kind, h.size, h.header_len, ofs, id)
     }))
@@ -72,9 +74,9 @@ pub(crate) fn encode_entry_header<'py>(
     ofs_distance: Option<u64>,
 ) -> Bound<'py, PyBytes> {
     let mut out = Vec::with_capacity(20);
-    entry::encode_type_size(kind, size, &mut out);
+    entry_header::encode_type_size(kind, size, &mut out);
     if let Some(rel) = ofs_distance {
-        entry::encode_ofs(rel, &mut out);
+        entry_header::encode_ofs(rel, &mut out);
     }
     PyBytes::new(py, &out)
 }
@@ -134,7 +136,7 @@ pub(crate) fn read_entry_headers<'py>(
     let h = py
         .detach(|| {
             let pack = source::PackFile::open(&path, false, algo)?;
-            entry_headers::read_headers(&pack, offs, object_sizes)
+            header_reader::read_headers(&pack, offs, object_sizes)
         })
         .map_err(to_py_err)?;
     let sizes = bytes_of(&h.entries.sizes, u64::to_ne_bytes);

@@ -5,14 +5,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::fsck::rules::{Default, Rules, Severity, MESSAGES};
-use crate::fsck::{Checker, Finding, Seen, Special};
+use crate::fsck::{Checker, Finding, Special};
 use crate::index::checks;
-use crate::index::table::Table;
-use crate::pack::entry::ObjectId;
-use crate::pack::entry::OBJ_BLOB;
 use crate::pack::object_id::{concat, ids_of, HashAlgo};
-use crate::pack::source::PackFile;
-use crate::to_py_err;
 
 /// Git's fsck message ids in order, each with its default severity ("fatal", "error",
 /// "warn", "info" or "ignore").
@@ -107,16 +102,10 @@ pub(crate) fn findings_to_py(
 
 /// The end of the object checks: (findings, ids of linked objects the pack lacks, the type
 /// each link expects, special blobs the pack lacks as (id, "gitmodules" or "gitattributes")).
-pub(crate) fn finish_checks<'py>(
+pub(crate) fn outcome_to_py<'py>(
     py: Python<'py>,
-    pack: &PackFile,
-    table: &Table,
-    check: &Checker,
-    object_limit: u64,
+    out: checks::Outcome,
 ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
-    let out = py
-        .detach(|| checks::finish(pack, table, check, object_limit))
-        .map_err(to_py_err)?;
     let ids: Vec<u8> = concat(out.foreign.iter().map(|(id, _)| id));
     let kinds: Vec<u8> = out.foreign.iter().map(|&(_, k)| k).collect();
     let outside: Vec<(Bound<'py, PyBytes>, &str)> = out
@@ -133,25 +122,13 @@ pub(crate) fn finish_checks<'py>(
         .into_pyobject(py)
 }
 
-/// Check a special blob the repository holds (`kind`: its type, None if it has none).
-pub(crate) fn check_repository_blob<'py>(
-    py: Python<'py>,
-    check: &Checker,
-    id: ObjectId,
-    special: &str,
-    kind: Option<u8>,
-    data: &[u8],
-) -> PyResult<Bound<'py, pyo3::types::PyList>> {
-    let special = SPECIAL_NAMES
+/// The special blob Python names ("gitmodules" or "gitattributes").
+pub(crate) fn special_named(special: &str) -> PyResult<Special> {
+    SPECIAL_NAMES
         .iter()
         .find(|&&(_, n)| n == special)
         .map(|&(k, _)| k)
         .ok_or_else(|| {
             pyo3::exceptions::PyValueError::new_err(format!("no special blob {special:?}"))
-        })?;
-    match kind {
-        Some(OBJ_BLOB) => check.check_special(Seen::AFTER, &id, special, data),
-        other => check.special_not_blob(&id, special, other),
-    }
-    Ok(findings_to_py(py, check.take_findings()))
+        })
 }

@@ -1,11 +1,11 @@
 //! The Python face of the traversals over delta forests that the write orders use
-//! (families.rs).
+//! (orders/families.rs).
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::orders::families;
 use crate::python::arrays::{bytes_of, i64s};
-use crate::write::families;
 
 fn check_nodes(values: &[i64], n: usize, what: &str) -> PyResult<()> {
     if values.iter().any(|&v| v < -1 || v >= n as i64) {

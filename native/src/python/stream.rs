@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::index::{per_thread_share, scan::WHOLE_LIMIT, stream};
+use crate::index::{first_pass::WHOLE_LIMIT, per_thread_share, stream};
 use crate::python::arrays::hash_named;
 use crate::python::fsck::CheckOptions;
 use crate::to_py_err;

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use crate::error::PackError;
-use crate::pack::entry::{HashAlgo, ObjectId};
+use crate::pack::entry_header::{HashAlgo, ObjectId};
 use crate::progress::Progress;
 use crate::python::arrays::{bytes_of, hash_named, ids_column, one_id};
 use crate::to_py_err;

@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 use crate::error::Result;
-use crate::pack::entry::{ObjectId, OBJ_COMMIT};
+use crate::pack::entry_header::{ObjectId, OBJ_COMMIT};
 use crate::walk::id_set::IdSet;
 use crate::walk::objects::parse_commit;
 use crate::walk::walker::Walker;

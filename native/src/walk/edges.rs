@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::bitmap::graph::{Graph, Rows, OUTSIDE};
 use crate::error::Result;
-use crate::pack::entry::{HashAlgo, ObjectId};
+use crate::pack::entry_header::{HashAlgo, ObjectId};
 use crate::walk::numbers::{Numbering, GITLINK, MISSING};
 use crate::walk::objects::{tree_entry_at, TreeEntries};
 
@@ -136,7 +136,7 @@ impl WalkGraph {
 mod tests {
     use super::*;
     use crate::bitmap::file::{self, BitmapError, Input};
-    use crate::pack::entry::{OBJ_BLOB, OBJ_COMMIT, OBJ_TREE};
+    use crate::pack::entry_header::{OBJ_BLOB, OBJ_COMMIT, OBJ_TREE};
 
     fn id(n: u8) -> ObjectId {
         ObjectId::of(HashAlgo::Sha1, &[n; 20])

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::pack::entry::ObjectId;
+use crate::pack::entry_header::ObjectId;
 
 /// An object id as four words (room for a SHA-256 id; a SHA-1 id's last bytes are zero),
 /// compared inline (a set of ids is asked tens of millions of times in a walk); ids are

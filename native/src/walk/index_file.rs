@@ -6,7 +6,7 @@
 //! sparse index is refused (the caller walks with Git instead).
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{HashAlgo, ObjectId, OBJ_BLOB, OBJ_TREE};
+use crate::pack::entry_header::{HashAlgo, ObjectId, OBJ_BLOB, OBJ_TREE};
 use crate::walk::walker::Root;
 
 fn bad(path: &std::path::Path, what: &str) -> PackError {

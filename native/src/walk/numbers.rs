@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::ObjectId;
+use crate::pack::entry_header::ObjectId;
 use crate::walk::pack_index::IndexedPack;
 
 /// The bytes of an id kept in the table.
@@ -191,7 +191,7 @@ impl Numbering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pack::entry::HashAlgo;
+    use crate::pack::entry_header::HashAlgo;
 
     #[test]
     fn finds_every_id_and_no_other() {

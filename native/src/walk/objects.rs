@@ -2,7 +2,7 @@
 //! (commit.c's parse_commit_buffer and parse_commit_date, tree-walk.c, tag.c).
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{type_named, ObjectId};
+use crate::pack::entry_header::{type_named, ObjectId};
 use crate::pack::hash::{hex, parse_hex};
 use crate::walk::numbers::MISSING;
 
@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn tree_entries_in_order() {
-        let id = ObjectId::null(crate::pack::entry::HashAlgo::Sha1);
+        let id = ObjectId::null(crate::pack::entry_header::HashAlgo::Sha1);
         let mut t = b"100644 a\0".to_vec();
         t.extend([1u8; 20]);
         t.extend(b"40000 dir\0");

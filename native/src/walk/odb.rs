@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::error::{PackError, Result};
 use crate::pack::delta::{copied_ranges, Copied};
 use crate::pack::delta_chain::{decode, BaseCache, ChainLinks, ChainStats, Object};
-use crate::pack::entry::{
+use crate::pack::entry_header::{
     is_delta, parse_header, BaseRef, EntryHeader, HashAlgo, ObjectId, MAX_HEADER_LEN,
 };
 use crate::pack::inflate::Inflater;

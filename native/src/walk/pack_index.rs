@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{HashAlgo, ObjectId};
+use crate::pack::entry_header::{HashAlgo, ObjectId};
 use crate::pack::source::PackFile;
 
 /// One pack and its index: ids sorted, the offset of each, and the offsets sorted (an entry

@@ -20,7 +20,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::bitmap::graph::Rows;
 use crate::error::{PackError, Result};
-use crate::pack::entry::ObjectId;
+use crate::pack::entry_header::ObjectId;
 use crate::walk::commit_order::CommitOrder;
 use crate::walk::id_set::{IdSet, Marks};
 use crate::walk::odb::ObjectDb;

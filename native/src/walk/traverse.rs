@@ -12,7 +12,7 @@
 //! commit instead of at the end.
 
 use crate::error::Result;
-use crate::pack::entry::ObjectId;
+use crate::pack::entry_header::ObjectId;
 use crate::progress::Progress;
 use crate::walk::commit_order::CommitOrder;
 use crate::walk::odb::ObjectDb;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::error::{PackError, Result};
 use crate::pack::delta::Copied;
 use crate::pack::delta_chain::Object;
-use crate::pack::entry::{ObjectId, OBJ_TREE};
+use crate::pack::entry_header::{ObjectId, OBJ_TREE};
 use crate::pack::hash::hex;
 use crate::walk::copied::{Copies, WalkedTrees};
 use crate::walk::numbers::MISSING;
@@ -92,8 +92,8 @@ impl TreeCursor {
     }
 
     /// Read beside the tree walked last at `path`, and kept as the last there when done.
-    /// Only the walk itself does: the reading ahead (prefetch.rs), which looks up
-    /// directories only, spent more comparing entries than it saved.
+    /// Only the walk itself does: a reader ahead of the walk that looked up directories only
+    /// was tried, and spent more comparing entries than it saved.
     pub fn at_path(mut self, path: PathKey, paths: &mut PathTrees) -> Self {
         self.path = Some(path);
         self.same_path = paths.at(path);

@@ -8,7 +8,7 @@
 use crate::bitmap::graph::Rows;
 use crate::error::{PackError, Result};
 use crate::pack::delta_chain::Object;
-use crate::pack::entry::{ObjectId, OBJ_BLOB, OBJ_TAG, OBJ_TREE};
+use crate::pack::entry_header::{ObjectId, OBJ_BLOB, OBJ_TAG, OBJ_TREE};
 use crate::pack::hash::hex;
 use crate::progress::Progress;
 use crate::walk::copied::{WalkedTrees, WALKED_TREES_BUDGET};
@@ -164,7 +164,10 @@ impl<'a> Walker<'a> {
             }
             Ok(())
         } else {
-            Err(PackError::general(format!("missing {what} {}", hex(&id))))
+            Err(PackError::missing(
+                &id,
+                format!("missing {what} {}", hex(&id)),
+            ))
         }
     }
 

@@ -295,7 +295,7 @@ pub fn search(
             let h = std::thread::Builder::new()
                 .name(format!("packorder-deltas-{i}"))
                 .spawn_scoped(scope, worker)
-                .map_err(|e| PackError::general(format!("cannot start a thread: {e}")))?;
+                .map_err(|e| PackError::io("cannot start a thread", e))?;
             handles.push(h);
         }
         for h in handles {

@@ -8,7 +8,7 @@
 //! come after.
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::ObjectId;
+use crate::pack::entry_header::ObjectId;
 use crate::pack::hash::ObjectHasher;
 use crate::pack::object_read::{Reader, Store};
 use crate::progress::Progress;

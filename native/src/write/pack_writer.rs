@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::error::{PackError, Result};
-use crate::pack::entry::{
+use crate::pack::entries::PackEntries;
+use crate::pack::entry_header::{
     encode_ofs, encode_type_size, HashAlgo, ObjectId, OBJ_OFS_DELTA, OBJ_REF_DELTA,
 };
 use crate::pack::hash::FileChecksum;
 use crate::pack::object_read::{Reader, Store};
-use crate::pack::pack_entries::PackEntries;
 use crate::progress::Progress;
 
 mod copy;

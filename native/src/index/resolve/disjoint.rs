@@ -1,7 +1,7 @@
 //! Writes into the table's columns from the resolving tasks: each index is written by the one
 //! task that claimed its entry, and read only by tasks spawned after that.
 
-use crate::pack::entry::{HashAlgo, ObjectId, MAX_RAWSZ};
+use crate::pack::entry_header::{HashAlgo, ObjectId, MAX_RAWSZ};
 use crate::pack::object_id::IdColumn;
 
 /// A vector written at disjoint indices by several threads. Each index is written by the one

@@ -4,7 +4,7 @@
 
 use super::{Out, Plan, COPY_DELTA, COPY_WHOLE};
 use crate::error::{PackError, Result};
-use crate::pack::pack_entries::PackEntries;
+use crate::pack::entries::PackEntries;
 
 fn src_err(src: &PackEntries, offset: u64, what: &str) -> PackError {
     PackError::at(

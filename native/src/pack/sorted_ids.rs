@@ -1,7 +1,7 @@
 //! Object ids as sorted arrays: the sorting and look-ups repack's enumeration does on every
 //! object (about 0.2 s on libgit2 through numpy's 20-byte strings, a few ms here).
 
-use crate::pack::entry::ObjectId;
+use crate::pack::entry_header::ObjectId;
 
 fn prefix(id: &ObjectId) -> u64 {
     u64::from_be_bytes([id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]])

@@ -5,7 +5,9 @@
 use crate::error::{PackError, Result};
 use crate::fsck::{Checker, Seen};
 use crate::index::table::Table;
-use crate::pack::entry::{is_delta, parse_header, EntryHeader, ObjectId, MAX_HEADER_LEN, OBJ_BLOB};
+use crate::pack::entry_header::{
+    is_delta, parse_header, EntryHeader, ObjectId, MAX_HEADER_LEN, OBJ_BLOB,
+};
 use crate::pack::hash::ObjectHasher;
 use crate::pack::inflate::{deflated_bound, looks_like_zlib, Inflater};
 use crate::pack::source::{PackFile, Window};

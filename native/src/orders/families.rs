@@ -1,4 +1,4 @@
-//! Traversals over delta forests given as arrays, for the write orders in Python's order.py:
+//! Traversals over delta forests given as arrays, for the write orders (packorder/orders/):
 //! the policy (which phase, which roots, in which order) stays in Python; these are the loops
 //! over millions of nodes that Python cannot run fast.
 

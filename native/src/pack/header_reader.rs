@@ -3,8 +3,10 @@
 
 use crate::error::{PackError, Result};
 use crate::pack::delta::delta_sizes;
-use crate::pack::entry::{is_delta, parse_header, BaseRef, EntryHeader, ObjectId, MAX_HEADER_LEN};
-use crate::pack::pack_entries::Entries;
+use crate::pack::entries::Entries;
+use crate::pack::entry_header::{
+    is_delta, parse_header, BaseRef, EntryHeader, ObjectId, MAX_HEADER_LEN,
+};
 use crate::pack::source::PackFile;
 
 /// The entries (no CRCs, no base positions) with their delta bases as the headers name them.

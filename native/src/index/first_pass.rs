@@ -10,8 +10,8 @@
 
 use crate::error::{PackError, Result};
 use crate::fsck::Checker;
-pub use crate::index::scanner::WHOLE_LIMIT;
-use crate::index::scanner::{Scanner, SYNC_SPAN};
+pub use crate::index::entry_scanner::WHOLE_LIMIT;
+use crate::index::entry_scanner::{Scanner, SYNC_SPAN};
 use crate::index::table::Table;
 use crate::pack::hash::FileChecksum;
 use crate::pack::object_id::{HashAlgo, ObjectId};

@@ -1,0 +1,342 @@
+"""The native core's Python face (native/src/lib.rs registers it, native/src/python/ holds
+it). Arrays travel as bytes, native-endian unless told; ids as concatenated raw ids of the
+pack's hash; "object_format" is "sha1" or "sha256"."""
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal, TypeAlias, final
+
+from typing_extensions import Buffer
+
+_StrPath: TypeAlias = str | os.PathLike[str]
+# (phase, done, total) of a job; the phases are the PHASE_* constants (4: the delta search).
+_Progress: TypeAlias = tuple[int, int, int]
+# What set_checks takes (packorder.indexer.fsck.checks): check each object, gather links,
+# strict, one severity byte per fsck message, ids never reported on, longest tree entry name.
+_CheckOptions: TypeAlias = tuple[bool, bool, bool, bytes, bytes, int]
+# (id, [(level, text)], fatal line or None).
+_Finding: TypeAlias = tuple[bytes, list[tuple[int, str]], str | None]
+
+__all__ = [
+    "PHASE_CHECKSUM",
+    "PHASE_INDEXING",
+    "PHASE_RESOLVING",
+    "PHASE_WALKING",
+    "BitmapOutcome",
+    "DeltaIndex",
+    "DeltaSearch",
+    "FileChecksum",
+    "ObjectCheck",
+    "ObjectWalker",
+    "PackFormatError",
+    "PackIndexer",
+    "PackSource",
+    "PackStream",
+    "PackWriter",
+    "RevList",
+    "WalkEdges",
+    "add_families",
+    "apply_delta",
+    "bases_first",
+    "chain_roots_depths",
+    "encode_entry_header",
+    "file_checksum",
+    "find_hits",
+    "find_ids",
+    "fsck_messages",
+    "id_sort_order",
+    "index_pack_reads",
+    "loose_header",
+    "near_read",
+    "object_id",
+    "pack_bitmap",
+    "parse_entry_header",
+    "parse_pack_access",
+    "range_crcs",
+    "read_entry_headers",
+    "read_loose",
+    "tune_allocator",
+]
+
+PHASE_INDEXING: int
+PHASE_RESOLVING: int
+PHASE_CHECKSUM: int
+PHASE_WALKING: int
+
+class PackFormatError(Exception):
+    """Raised as PackFormatError(message, offset or None)."""
+
+    kind: Literal["corrupt", "io", "interrupted", "missing"]
+    object_id: bytes | None  # the object a "missing" one is about
+
+@final
+class PackSource:
+    """A source pack: every array in pack order."""
+
+    def __new__(
+        cls,
+        *,
+        path: _StrPath,
+        offsets: bytes,
+        data_end: int,
+        header_lens: bytes,
+        kinds: bytes,
+        sizes: bytes,
+        bases: bytes,
+        crcs: bytes,
+        object_format: str,
+    ) -> PackSource: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def offsets(self) -> bytes: ...
+    @property
+    def data_end(self) -> int: ...
+    @property
+    def header_lens(self) -> bytes: ...
+    @property
+    def kinds(self) -> bytes: ...
+    @property
+    def sizes(self) -> bytes: ...
+    @property
+    def bases(self) -> bytes: ...
+    @property
+    def crcs(self) -> bytes: ...
+    @property
+    def object_format(self) -> str: ...
+
+@final
+class BitmapOutcome:
+    @property
+    def data(self) -> bytes | None: ...
+    @property
+    def bitmaps(self) -> int: ...
+    @property
+    def xored(self) -> int: ...
+    @property
+    def why(self) -> str | None: ...
+    @property
+    def edges_stored(self) -> int: ...
+    @property
+    def edges_named(self) -> int: ...
+    @property
+    def graph_from_walk(self) -> bool: ...
+
+@final
+class PackStream:
+    def __new__(
+        cls,
+        header: bytes = ...,
+        limit: int = 0,
+        object_format: str = "sha1",
+        detect_collisions: bool = True,
+        budget: int = ...,
+        threads: int = 1,
+    ) -> PackStream: ...
+    def set_checks(self, checks: _CheckOptions) -> None: ...
+    def want(self) -> int: ...
+    def feed(self, data: bytes) -> None: ...
+    def end_of_input(self) -> None: ...
+    @property
+    def in_entries(self) -> bool: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def over_limit(self) -> bool: ...
+    def counts(self) -> tuple[int, int, int, int]: ...
+    def rest(self) -> bytes: ...
+
+@final
+class PackIndexer:
+    def __new__(
+        cls,
+        path: _StrPath,
+        threads: int,
+        budget: int,
+        object_limit: int,
+        detect_collisions: bool = True,
+        writable: bool = False,
+        split_min_bytes: int | None = None,
+        trace: bool = False,
+        object_format: str = "sha1",
+    ) -> PackIndexer: ...
+    def scan(self) -> None: ...
+    def adopt(self, stream: PackStream) -> None: ...
+    def resolve(self) -> None: ...
+    def set_checks(self, checks: _CheckOptions) -> None: ...
+    def checks_failed(self) -> bool: ...
+    def finish_checks(self) -> tuple[list[_Finding], bytes, bytes, list[tuple[bytes, str]]]: ...
+    def check_special_blob(self, id: bytes, special: str, kind: int | None, data: bytes) -> list[_Finding]: ...
+    def record_shape(self) -> None: ...
+    def delta_shape(self) -> tuple[bytes, bytes]: ...
+    def unresolved_offsets(self) -> list[int]: ...
+    def missing_bases(self) -> list[bytes]: ...
+    def append_bases(self, bases: Sequence[tuple[bytes, int, bytes]], level: int) -> tuple[int, int | None]: ...
+    def finish_thin(self) -> bytes: ...
+    def index_table(self) -> tuple[bytes, bytes, bytes, bytes]: ...
+    def entries(self) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...
+    def trace_offsets(self) -> bytes: ...
+    def progress(self) -> _Progress: ...
+    def cancel(self) -> None: ...
+    @property
+    def checksum(self) -> bytes | None: ...
+    @property
+    def version(self) -> int | None: ...
+    @property
+    def pack_size(self) -> int: ...
+    def stats(self) -> dict[str, int]: ...
+
+@final
+class FileChecksum:
+    def __new__(cls, object_format: str = "sha1") -> FileChecksum: ...
+    def update(self, data: Buffer) -> None: ...
+    def digest(self) -> bytes: ...
+
+@final
+class RevList:
+    def __new__(cls, object_format: str = "sha1") -> RevList: ...
+    def feed(self, data: bytes) -> None: ...
+    def feed_fd(self, fd: int) -> None: ...
+    def finish(self) -> tuple[bytes, bytes, bytes, bytes, bytes]: ...
+
+@final
+class WalkEdges: ...
+
+@final
+class ObjectWalker:
+    def __new__(
+        cls,
+        packs: Sequence[_StrPath],
+        loose_ids: bytes,
+        loose_paths: Sequence[_StrPath],
+        commits: bytes,
+        roots: Sequence[tuple[bytes, bytes | None]],
+        index_files: Sequence[_StrPath],
+        in_commit_order: bool,
+        missing_ok: bool,
+        shallow: bytes,
+        cache_budget: int,
+        object_limit: int,
+        threads: int = 1,
+        parallel_from: int = ...,
+        run_items: int = ...,
+        object_format: str = "sha1",
+        record_edges: bool = False,
+    ) -> ObjectWalker: ...
+    def run(self) -> tuple[bytes, bytes, bytes, bytes, bytes, WalkEdges | None]: ...
+    def progress(self) -> _Progress: ...
+    def cancel(self) -> None: ...
+    @property
+    def unsupported(self) -> str | None: ...
+
+@final
+class PackWriter:
+    def __new__(
+        cls,
+        sources: Sequence[PackSource],
+        how: bytes,
+        src: bytes,
+        pos: bytes,
+        base: bytes,
+        kinds: bytes,
+        oids: bytes,
+        loose: Sequence[_StrPath],
+        new_deltas: Sequence[bytes],
+        ref_delta: bool,
+        level: int,
+        object_limit: int,
+        threads: int,
+        object_format: str = "sha1",
+    ) -> PackWriter: ...
+    def write(self, path: _StrPath) -> tuple[bytes, bytes, bytes, int]: ...
+    def progress(self) -> _Progress: ...
+    def cancel(self) -> None: ...
+
+@final
+class ObjectCheck:
+    def __new__(
+        cls,
+        pack: PackSource,
+        targets: bytes,
+        ids: bytes,
+        kinds: bytes,
+        threads: int,
+        budget: int,
+        object_limit: int,
+    ) -> ObjectCheck: ...
+    def run(self) -> None: ...
+    def progress(self) -> _Progress: ...
+    def cancel(self) -> None: ...
+
+@final
+class DeltaIndex:
+    def __new__(cls, base: bytes) -> DeltaIndex: ...
+    def encode(self, target: bytes, max_size: int | None = None) -> bytes | None: ...
+    @property
+    def memory(self) -> int: ...
+
+@final
+class DeltaSearch:
+    def __new__(
+        cls,
+        packs: Sequence[PackSource],
+        loose: Sequence[_StrPath],
+        kinds: bytes,
+        sizes: bytes,
+        sources: bytes,
+        positions: bytes,
+        max_depths: bytes,
+        same_pack: bytes,
+        chunks: bytes,
+        window: int,
+        threads: int,
+        cache_budget: int,
+        object_limit: int,
+        ranks: bytes | None = None,
+    ) -> DeltaSearch: ...
+    def run(self) -> tuple[bytes, list[bytes], dict[str, int]]: ...
+    def progress(self) -> _Progress: ...
+    def cancel(self) -> None: ...
+
+def pack_bitmap(
+    pack_path: _StrPath,
+    offsets: bytes,
+    data_end: int,
+    bases: bytes,
+    kinds: bytes,
+    oids: bytes,
+    name_hashes: bytes,
+    selected: bytes,
+    checksum: bytes,
+    hash_cache: bool,
+    threads: int,
+    object_limit: int,
+    edges: WalkEdges | None = None,
+) -> BitmapOutcome: ...
+def loose_header(path: _StrPath) -> tuple[int, int]: ...
+def read_loose(path: _StrPath) -> tuple[int, bytes]: ...
+def id_sort_order(oids: bytes, object_format: str = "sha1") -> bytes: ...
+def find_ids(sorted: bytes, want: bytes, object_format: str = "sha1") -> bytes: ...
+def find_hits(sorted: bytes, want: bytes, object_format: str = "sha1") -> tuple[bytes, bytes]: ...
+def object_id(kind: int, data: bytes, detect_collisions: bool = True, object_format: str = "sha1") -> bytes: ...
+def tune_allocator() -> bool: ...
+def fsck_messages() -> list[tuple[str, str]]: ...
+def read_entry_headers(
+    path: _StrPath, offsets: bytes, object_sizes: bool = True, object_format: str = "sha1"
+) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes]: ...
+def range_crcs(path: _StrPath, starts: bytes, ends: bytes) -> bytes: ...
+def add_families(roots: bytes, start: bytes, child: bytes, filled: bytes) -> tuple[bytes, bytes]: ...
+def bases_first(order: bytes, base: bytes) -> bytes: ...
+def chain_roots_depths(base: bytes) -> tuple[bytes, bytes]: ...
+def file_checksum(path: _StrPath, length: int, object_format: str = "sha1") -> bytes: ...
+def parse_pack_access(data: bytes) -> tuple[list[bytes], bytes, bytes] | None: ...
+def near_read(packs: bytes, starts: bytes, ends: bytes, near: int) -> bytes: ...
+def index_pack_reads(
+    child: bytes, start: bytes, size: bytes, roots: bytes, cache_limit: int, threads: int
+) -> bytes: ...
+def apply_delta(base: bytes, delta: bytes) -> bytes: ...
+def parse_entry_header(
+    buf: bytes, offset: int, object_format: str = "sha1"
+) -> tuple[int, int, int, int | None, bytes | None] | None: ...
+def encode_entry_header(kind: int, size: int, ofs_distance: int | None = None) -> bytes: ...
