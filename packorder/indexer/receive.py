@@ -107,8 +107,8 @@ def receive(
     `pack_dir`; past `limit` bytes, stop and fail as Git does.
 
     A pipe or a socket is read as Git reads it (native PackStream): never past what Git would
-    have read, which stops within Git's buffer (git_input_buffer) after the pack's end; `progress` shows the
-    entries and the bytes read as they arrive. Each entry is inflated to find its end, and
+    have read, which stops within its buffer's length (git_input_buffer) after the pack's
+    end; `progress` shows the entries and the bytes read as they arrive. Each entry is inflated to find its end, and
     that is the indexer's first pass, made as the pack arrives (`first_pass`: PackStream's
     options, and `checks`, what its set_checks takes, if any). A regular file Git reads
     to its end, or dies ("pack has junk at the end"): it is copied to its end in large reads,
