@@ -8,6 +8,8 @@ Git is the reference for everything packorder touches; where we only need to ask
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import os
 import re
 import subprocess
@@ -41,6 +43,23 @@ def git_env(extra: dict[str, str] | None = None, as_stored: bool = True) -> dict
     if extra:
         env.update(extra)
     return env
+
+
+@functools.cache
+def git_version() -> tuple[int, ...]:
+    """The version of the `git` packorder runs, as numbers: (2, 47, 3), or (2, 55) for a
+    build's "2.55.GIT". Where Git's behaviour changed, packorder follows the Git in use;
+    () when that Git does not answer."""
+    try:
+        proc = subprocess.run([GIT, "--version"], capture_output=True, text=True, env=git_env())
+    except OSError:
+        return ()
+    return version_numbers(proc.stdout.strip().removeprefix("git version "))
+
+
+def version_numbers(version: str) -> tuple[int, ...]:
+    """ "2.47.3" -> (2, 47, 3); "2.55.GIT" -> (2, 55); "2.45.2.windows.1" -> (2, 45, 2)."""
+    return tuple(int(p) for p in itertools.takewhile(str.isdigit, version.split(".")))
 
 
 def stderr_line(stderr: bytes | str) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 from pathlib import Path
@@ -114,12 +115,36 @@ def test_a_promisor_for_a_pack_file_is_refused(packs: dict[str, Path], tmp_path:
     assert not (tmp_path / "x.idx").exists()
 
 
+def sets_its_own_exec_path() -> bool:
+    """Whether the `git` on PATH sets an exec path of its own over GIT_EXEC_PATH, as a build
+    tree's bin-wrappers/git does."""
+    given = "/nonexistent/exec-path"
+    env = {**git_env(), "GIT_EXEC_PATH": given}
+    answer = subprocess.run(["git", "--exec-path"], env=env, capture_output=True, text=True, check=True)
+    return answer.stdout.strip() != given
+
+
+def running_programs_of(exec_dir: Path) -> dict[str, str]:
+    """The environment in which `git` runs Git's programs from `exec_dir`: GIT_EXEC_PATH, and
+    where the `git` on PATH would set its own, `exec_dir` first on PATH (its `git` then runs
+    Git's, which takes GIT_EXEC_PATH; without the wrapper's templates, so Git alone is run
+    that way as well, for the same warnings)."""
+    env = {**git_env(), "GIT_EXEC_PATH": str(exec_dir)}
+    if sets_its_own_exec_path():
+        env["PATH"] = f"{exec_dir}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def with_git_s_index_pack() -> dict[str, str]:
+    """Git as it is, run the way exec_path_routing_index_pack's environment runs it."""
+    return running_programs_of(route.git_exec_path())
+
+
 def exec_path_routing_index_pack(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """An exec path whose `git` sends `index-pack` to packorder (route.exec_path), and the
     log of the command lines it handed over."""
     log = tmp_path / "index-pack.log"
-    env = git_env()
-    env["GIT_EXEC_PATH"] = str(route.exec_path(tmp_path / "exec-path"))
+    env = running_programs_of(route.exec_path(tmp_path / "exec-path"))
     env["PACKORDER_ROUTE_LOG"] = str(log)
     return env, log
 
@@ -127,7 +152,7 @@ def exec_path_routing_index_pack(tmp_path: Path) -> tuple[dict[str, str], Path]:
 def test_a_push_a_fetch_and_a_clone_index_with_packorder_as_with_git(history: Repo, tmp_path: Path) -> None:
     env, log = exec_path_routing_index_pack(tmp_path)
     results = {}
-    for who, run_env in (("git", git_env()), ("packorder", env)):
+    for who, run_env in (("git", with_git_s_index_pack()), ("packorder", env)):
         server = bare_repo(tmp_path / f"{who}-server.git")
         subprocess.run(["git", "-C", str(server), "config", "receive.unpackLimit", "1"], check=True)
         push = subprocess.run(
@@ -199,7 +224,7 @@ def test_pushes_and_fetches_checked_by_fsck_rules_as_with_git(history: Repo, tmp
         ["git", "-C", str(source), "update-ref", "refs/heads/bad", bad_id.stdout.decode().strip()], check=True
     )
     outcomes = {}
-    for who, run_env in (("git", git_env()), ("packorder", env)):
+    for who, run_env in (("git", with_git_s_index_pack()), ("packorder", env)):
         server = bare_repo(tmp_path / f"{who}-server.git")
         for key, value in (("receive.unpackLimit", "1"), ("receive.fsckObjects", "true")):
             subprocess.run(["git", "-C", str(server), "config", key, value], check=True)
@@ -255,7 +280,7 @@ def test_a_blobless_clone_checked_by_fsck_rules_as_with_git(tmp_path: Path) -> N
     source.commit("one")
     source.run("config", "uploadpack.allowFilter", "true")
     outcomes = {}
-    for who, run_env in (("git", git_env()), ("packorder", env)):
+    for who, run_env in (("git", with_git_s_index_pack()), ("packorder", env)):
         dest = tmp_path / f"{who}.git"
         options = ["-q", "--bare", "--filter=blob:none", "--no-local"]
         clone = subprocess.run(

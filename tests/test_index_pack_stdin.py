@@ -1,6 +1,7 @@
 """`index-pack --stdin` against `git index-pack --stdin` on the same input: where the reading
 stops, the bytes past the pack echoed to stdout, junk after a pack in a regular file, and the
-"Receiving objects" line with its byte count.
+"Receiving objects" line with its byte count. The inputs are sized by the buffer the Git in
+use reads through (4096 bytes before Git 2.55, 128 KiB since), so that they cross its reads.
 
 Inputs come through a pipe filled before the indexer starts, so that every read gets what it
 asks for, for Git and for us alike (a pipe filled while it is read answers each read with
@@ -26,6 +27,9 @@ from packbuilder import BLOB, REF_DELTA, PackBuilder, make_delta, object_id, typ
 from test_index_pack import bare_repo
 
 import packorder
+from packorder.indexer.receive import git_input_buffer
+
+BUFFER = git_input_buffer()
 
 
 def run(cmd: list[str], data: bytes, as_file: bool = False) -> tuple[subprocess.CompletedProcess, bytes]:
@@ -77,20 +81,28 @@ def trailing(n: int) -> bytes:
 
 
 def ref_id_across_the_first_read() -> bytes:
-    """A pack whose REF_DELTA's base id starts 5 bytes before the end of Git's first read of
-    4096 bytes: Git keeps those 5 and asks for 4091 more, which moves where every later read
-    ends."""
+    """A pack whose REF_DELTA's base id starts 5 bytes before the end of Git's first read (a
+    buffer's length): Git keeps those 5 and asks for the buffer's length less 5, which moves
+    where every later read ends."""
     base = bytes((i * 7919) % 251 for i in range(3000))
     target = base[:1000] + b"inserted\n" + base[1000:]
     delta = make_delta(base, target)
-    noise = random.Random(21).randbytes(4096)  # stored as it is: one more byte, one further
-    for n in range(3000, 4096):
+    noise = random.Random(21).randbytes(BUFFER)  # stored (level 0): one more byte, one further
+
+    def base_id_at(n: int) -> tuple[int, bytes]:
         b = PackBuilder()
-        b.whole(BLOB, noise[:n])
+        b.whole(BLOB, noise[:n], level=0)
         b.whole(BLOB, base)
         at = b.ref_delta(object_id(BLOB, base), delta)
-        if at + len(type_size(REF_DELTA, len(delta))) == 4096 - 5:
-            return b.build()
+        return at + len(type_size(REF_DELTA, len(delta))), b.build()
+
+    n = BUFFER - 3000
+    for _ in range(8):  # the filler's length that puts the id there, less its blocks' headers
+        n += BUFFER - 5 - base_id_at(n)[0]
+    for filler in range(n - 16, n + 16):
+        at, pack = base_id_at(filler)
+        if at == BUFFER - 5:
+            return pack
     raise AssertionError("no filler puts the base id there")
 
 
@@ -105,14 +117,14 @@ def inputs(packs: dict[str, Path]) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("shape", ["ofs", "ref", "nodelta", "ref-id-across-a-read"])
-@pytest.mark.parametrize("after", [b"trailing data", trailing(10_000)])
+@pytest.mark.parametrize("after", [b"trailing data", trailing(BUFFER + 5_904)], ids=["short", "long"])
 @pytest.mark.parametrize("header", [False, True])
 def test_bytes_past_the_pack_are_echoed_and_the_rest_left_unread_as_by_git(
     inputs: dict[str, bytes], tmp_path: Path, shape: str, after: bytes, header: bool
 ) -> None:
-    """Git reads through a 4096-byte buffer, stops at the trailer, echoes what it had read
-    past it after the pack's line, and leaves the rest in the pipe. With --pack_header (the
-    caller read the header) the reads start 12 bytes later."""
+    """Git reads through its buffer, stops at the trailer, echoes what it had read past it
+    after the pack's line, and leaves the rest in the pipe. With --pack_header (the caller
+    read the header) the reads start 12 bytes later."""
     pack = inputs[shape]
     (count,) = struct.unpack(">I", pack[8:12])
     args = [f"--pack_header=2,{count}"] if header else []
@@ -122,13 +134,13 @@ def test_bytes_past_the_pack_are_echoed_and_the_rest_left_unread_as_by_git(
     assert status == 0 and stderr == b"" and [n.rsplit(".")[-1] for n, _ in files] == ["idx", "pack", "rev"]
     echoed = stdout.split(b"\n", 1)[1]
     assert echoed + left == after and echoed
-    if len(after) > 4096:
+    if len(after) > BUFFER:
         assert left, "Git stops reading at the end of the buffer holding the trailer"
 
 
 def test_the_library_gives_what_was_read_past_the_pack(inputs: dict[str, bytes], tmp_path: Path) -> None:
     pack = inputs["ref-id-across-a-read"]
-    after = trailing(9000)
+    after = trailing(BUFFER + 4904)
     stream = io.BytesIO(pack + after)
     result = packorder.index_pack(stdin=stream, repo=bare_repo(tmp_path / "r.git"))
     git = both(tmp_path / "git", pack + after)["git"]
@@ -186,7 +198,9 @@ def test_receiving_objects_shows_the_bytes_read_as_git_does(
     inputs: dict[str, bytes], tmp_path: Path, shape: str, how: str
 ) -> None:
     """`Receiving objects: 100% (N/N), 1.20 MiB | 2.40 MiB/s, done.`: the bytes Git had read
-    when its last entry was parsed, in Git's units; the same line but for the rate (timing)."""
+    when its last entry was parsed, in Git's units; the same line but for the rate (timing).
+    Git shows them once it has read among the entries: always when given the header, else
+    when its first read did not hold the whole input."""
     pack = inputs[shape] + b"past the pack"
     (count,) = struct.unpack(">I", pack[8:12])
     header = how.endswith("given")
@@ -197,7 +211,8 @@ def test_receiving_objects_shows_the_bytes_read_as_git_does(
     got = both(tmp_path, pack[12:] if header else pack, *args, as_file=as_file)
     lines = {who: final_line(outcome[3]) for who, outcome in got.items()}
     assert RATE.sub("| RATE", lines["ours"]) == RATE.sub("| RATE", lines["git"])
-    assert RATE.search(lines["git"]), lines["git"]
+    fed = pack[12:] if header else pack
+    assert bool(RATE.search(lines["git"])) == (header or len(fed) > BUFFER), lines["git"]
     assert got["ours"][:3] == got["git"][:3]
     resolving = {who: "Resolving deltas" in outcome[3].decode() for who, outcome in got.items()}
     assert resolving["ours"] == resolving["git"] == (shape != "nodelta")

@@ -28,7 +28,9 @@ def source(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     work = build_history(tmp_path_factory.mktemp("formats-work") / "repo", commits=30, object_format=object_format)
     bare = tmp_path_factory.mktemp(f"{object_format}-{ref_format}") / "repo.git"
     Repo(bare, bare=True, object_format=object_format, ref_format=ref_format)
-    work.run("push", "-q", "--mirror", str(bare))
+    # Fetched, not pushed: the receive-pack of Git's development after 2.55 leaves its
+    # --keep lock on the pushed pack, and a repack keeps that pack as it is.
+    git(bare, "fetch", "-q", str(work.path), "+refs/*:refs/*")
     git(bare, "repack", "-d", "-q")
     git(bare, "hash-object", "-w", "--stdin", input=b"unreachable object\n")
     return bare

@@ -21,12 +21,20 @@ from packorder import _native
 from packorder.errors import CorruptPackError, PackError
 from packorder.format.object_format import ObjectFormat
 from packorder.format.pack import OBJ_REF_DELTA
+from packorder.gitcmd import git_version
 from packorder.native_call import pack_errors, run_job
 from packorder.progress import ProgressCallback, show_bytes, start_phase
 from packorder.settings import physical_memory
 from packorder.units import git_humanise_bytes
 
 PACK_HEADER_LEN = 12
+
+
+def git_input_buffer() -> int:
+    """The buffer through which the Git in use reads a pack on standard input (index-pack's
+    input_buffer): where its reads end, so what it echoes past the pack and the bytes its
+    progress shows, follow from its size. 128 KiB since Git 2.55, 4096 bytes before."""
+    return 128 << 10 if git_version() >= (2, 55) else 4096
 
 
 def too_large(limit: int) -> PackError:
@@ -37,13 +45,15 @@ def pack_header(value: str) -> bytes:
     """The 12 bytes of `--pack_header=VERSION,OBJECTS` (a caller that read them already, as
     receive-pack and fetch-pack do), parsed as Git parses it."""
     version, comma, count = value.partition(",")
-    # Git's words and status (128: it dies, it shows no usage).
+    # The words of the Git in use (reworded in 2.49) and its status (128: it dies, it
+    # shows no usage).
+    bad = PackError(f"bad --pack_header: {value}" if git_version() >= (2, 49) else f"bad --pack_header={value}")
     if not comma or not version.isdigit() or not count.isdigit():
-        raise PackError(f"bad --pack_header={value}")
+        raise bad
     try:
         return b"PACK" + struct.pack(">II", int(version), int(count))
     except struct.error:
-        raise PackError(f"bad --pack_header={value}") from None
+        raise bad from None
 
 
 class Received(NamedTuple):
@@ -97,8 +107,8 @@ def receive(
     `pack_dir`; past `limit` bytes, stop and fail as Git does.
 
     A pipe or a socket is read as Git reads it (native PackStream): never past what Git would
-    have read, which stops in the 4096 bytes after the pack's end; `progress` shows the
-    entries and the bytes read as they arrive. Each entry is inflated to find its end, and
+    have read, which stops within its buffer's length (git_input_buffer) after the pack's
+    end; `progress` shows the entries and the bytes read as they arrive. Each entry is inflated to find its end, and
     that is the indexer's first pass, made as the pack arrives (`first_pass`: PackStream's
     options, and `checks`, what its set_checks takes, if any). A regular file Git reads
     to its end, or dies ("pack has junk at the end"): it is copied to its end in large reads,
@@ -119,7 +129,9 @@ def receive(
                 options = dict(first_pass or {})
                 checks = options.pop("checks", None)
                 with pack_errors():
-                    parser = _native.PackStream(header, limit or 0, object_format, **options)
+                    parser = _native.PackStream(
+                        header, limit or 0, object_format, git_buffer=git_input_buffer(), **options
+                    )
                 if checks is not None:
                     parser.set_checks(checks)
                 rest = _stream(stream, out, parser, limit, progress, title)
@@ -183,32 +195,38 @@ def _stream(
 
 
 def file_reads(
-    pack: Path, offsets: list[int], kinds: bytes, header_given: bool, rawsz: int, available: int | None = None
+    pack: Path,
+    offsets: list[int],
+    kinds: bytes,
+    header_given: bool,
+    rawsz: int,
+    available: int | None = None,
+    buffer: int = 4096,
 ) -> list[int]:
     """The bytes Git had read after each of its reads among the entries of `pack` (a copy of
     a regular file, as received), as display_throughput counts them: its reads ask for what
-    fills its 4096-byte buffer whenever its parse needs more, a byte at a time but for a
+    fills its buffer whenever its parse needs more, a byte at a time but for a
     REF_DELTA's base id and the trailer (the hash's length at once), and a file of
     `available` bytes (default: the pack's) answers them in full. The header was given
-    (`--pack_header`), or read before the entries."""
+    (`--pack_header`), or read before the entries. `buffer`: Git's (git_input_buffer)."""
     with open(pack, "rb") as f:
         data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         end = len(data) - rawsz  # the last entry's end
         available = len(data) if available is None else available
-        have = PACK_HEADER_LEN if header_given else min(4096, available)
+        have = PACK_HEADER_LEN if header_given else min(buffer, available)
         reads: list[int] = []
 
         def upto(x: int) -> None:  # every byte before x, one at a time
             nonlocal have
             while have < x and have < available:
-                have = min(have + 4096, available)
+                have = min(have + buffer, available)
                 reads.append(have)
 
         def at_once(at: int, n: int) -> None:  # n bytes from `at`, at once
             nonlocal have
             while have - at < n and have < available:
-                have = min(at + 4096, available)
+                have = min(at + buffer, available)
                 reads.append(have)
 
         for offset, kind in zip(offsets, kinds, strict=True):
@@ -254,7 +272,8 @@ def _show_end(
     show: ProgressCallback, native, got: Received, title: str, rawsz: int, available: int | None = None
 ) -> None:
     offsets, kinds, *_ = native.entries()
-    reads = file_reads(got.path, memoryview(offsets).cast("Q").tolist(), kinds, got.header_given, rawsz, available)
+    offsets = memoryview(offsets).cast("Q").tolist()
+    reads = file_reads(got.path, offsets, kinds, got.header_given, rawsz, available, git_input_buffer())
     start_phase(show, title)
     for total in reads[:1] + reads[-1:]:
         show_bytes(show, total)  # Git's count starts at its first read among the entries

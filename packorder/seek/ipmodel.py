@@ -3,8 +3,7 @@ pack laid out in a given order. The simulator uses it to judge the index-pack wo
 an order without writing the pack: unlike the other workloads, index-pack's reads follow the
 pack's own order (roots are taken in pack order), so a recorded trace cannot just be re-laid.
 
-What Git (2.47 and earlier; `builtin/index-pack.c`, `threaded_second_pass`) does, and this
-model replays:
+What Git (`builtin/index-pack.c`, `threaded_second_pass`) does, and this model replays:
 
 - Whole objects are dispatched in pack order. One with delta children is read (`pread`) and
   pushed on a shared LIFO work stack; one without children is not read again.
@@ -14,9 +13,10 @@ model replays:
   was freed, the nearest ancestor that still has data (or the chain root) is read and every
   delta below it read and applied again. Then the child's delta is read and applied.
 - A child with children of its own is pushed on the stack, counted in the cache, the cache is
-  pruned, and the child's data is freed right away (so its first child re-reads it; Git 2.55
-  keeps it). A child without children is dropped, and each ancestor whose last descendant it
-  was is freed and removed.
+  pruned, and before Git 2.55 the child's data is freed right away (so its first child
+  re-reads it); Git 2.55 keeps it, for the pruning to drop when the cache is full. A child
+  without children is dropped, and each ancestor whose last descendant it was is freed and
+  removed.
 - The cache (`core.deltaBaseCacheLimit` x threads) is pruned oldest first, the done list
   before the work stack, skipping bases a thread is using.
 
@@ -40,6 +40,7 @@ import numpy as np
 from packorder import _native
 from packorder.format.layout import PackLayout
 from packorder.format.pack import OBJ_REF_DELTA
+from packorder.gitcmd import git_version
 from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT
 
 
@@ -55,12 +56,21 @@ def git_threads(cpus: int | None = None) -> int:
     return 20
 
 
+def keeps_child_bases(version: tuple[int, ...] | None = None) -> bool:
+    """Whether Git `version` (default: the Git in use) keeps a queued child's data: 2.55 and
+    later."""
+    return (git_version() if version is None else version) >= (2, 55)
+
+
 def index_pack_reads(
-    layout: PackLayout, cache_limit: int = DEFAULT_DELTA_BASE_CACHE_LIMIT, threads: int = 1
+    layout: PackLayout,
+    cache_limit: int = DEFAULT_DELTA_BASE_CACHE_LIMIT,
+    threads: int = 1,
+    version: tuple[int, ...] | None = None,
 ) -> np.ndarray:
     """Pack positions of the entries `git index-pack` reads in its second pass over a pack with
     `layout`, in order, with `threads` threads and a delta base cache of `cache_limit` bytes
-    per thread."""
+    per thread, as Git `version` reads them (default: the Git in use)."""
     if threads < 1:
         raise ValueError("threads must be at least 1")
     n = layout.count
@@ -78,5 +88,6 @@ def index_pack_reads(
         roots.astype(np.int64).tobytes(),
         cache_limit,
         threads,
+        keeps_child_bases(version),
     )
     return np.frombuffer(reads, dtype=np.int64)

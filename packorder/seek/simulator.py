@@ -34,6 +34,7 @@ from packorder.errors import UsageError
 from packorder.format.layout import NO_BASE, PackLayout
 from packorder.format.object_format import of_size
 from packorder.format.pack import OBJ_OFS_DELTA
+from packorder.gitcmd import version_numbers
 from packorder.native_call import loose_header
 from packorder.orders.catalog import check_orders, history_needs
 from packorder.progress import ProgressCallback
@@ -201,7 +202,8 @@ def simulate_views(
     cache_limit = result.cache_limit
     stats = []
     if measured.trace.kind == READS:
-        reads = index_pack_reads(planned.layout, cache_limit, measured.threads)
+        version = version_numbers(result.git_version)  # the Git measured
+        reads = index_pack_reads(planned.layout, cache_limit, measured.threads, version)
         zeros = np.zeros(len(reads), dtype=np.int32)
         source = f"model of git index-pack's reads ({measured.threads} thread(s))"
         trace = Trace((planned.layout.pack_path,), zeros, planned.layout.offsets[reads], READS, source, reads)

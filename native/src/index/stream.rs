@@ -1,6 +1,6 @@
 //! A pack read from a stream (`index-pack --stdin`), ending its reads where Git's would end.
-//! Git reads through a buffer of 4096 bytes, asking for more only when the parse of the pack
-//! needs it, and stops at the pack's trailer. Its read(2) calls ask for whatever fills its
+//! Git reads through a buffer (4096 bytes before Git 2.55, 128 KiB since), asking for more only
+//! when the parse of the pack needs it, and stops at the pack's trailer. Its read(2) calls ask for whatever fills its
 //! buffer, so how far it reads past the pack (bytes it then echoes to stdout) follows from
 //! where its parse needs data: one byte at a time for the entry headers and the zlib streams
 //! (a read only when its buffer is empty), 12 bytes at once for the pack header, and the
@@ -25,7 +25,7 @@ use crate::index::received::{Indexed, Recorder};
 use crate::pack::entry_header::{parse_header, HashAlgo, OBJ_OFS_DELTA, OBJ_REF_DELTA};
 use crate::pack::inflate::{deflated_bound, Inflater};
 
-/// Git's input buffer (index-pack's `input_buffer`).
+/// Git's input buffer (index-pack's `input_buffer`) before Git 2.55, which made it 128 KiB.
 pub const BUFFER: usize = 4096;
 /// The most one read asks for ahead of Git's reads: what a pipe holds by default, so a
 /// larger read would get no more from one.
@@ -74,6 +74,8 @@ pub struct PackStream {
     /// Where Git's reads would have reached (its buffer's end), given reads that get all
     /// they ask for: at most `read` once a read has come short of it.
     git_end: u64,
+    /// The size of the Git's buffer whose reads are followed.
+    git_buffer: u64,
     /// The input ended: parse what is buffered without waiting for more.
     eof: bool,
     step: Step,
@@ -100,8 +102,8 @@ fn consumed(before: u64, after: u64) -> usize {
 
 impl PackStream {
     /// A parser of a pack of ids of `algo`; `header`: the pack header the caller read already
-    /// (`--pack_header`, 12 bytes: Git parses it as if read, before its first read) or nothing.
-    /// Objects are hashed with collision detection or not; those up to `whole_limit` bytes
+    /// (`--pack_header`, 12 bytes: Git parses it as if read, before its first read) or nothing;
+    /// `git_buffer`: the size of the buffer of the Git whose reads are followed. Objects are hashed with collision detection or not; those up to `whole_limit` bytes
     /// are checked whole (Recorder), once checks are set.
     pub fn new(
         algo: HashAlgo,
@@ -109,8 +111,9 @@ impl PackStream {
         limit: u64,
         detect_collisions: bool,
         whole_limit: u64,
+        git_buffer: usize,
     ) -> Result<Self> {
-        let mut buf = Vec::with_capacity(BUFFER);
+        let mut buf = Vec::with_capacity(git_buffer);
         buf.extend_from_slice(header);
         let mut s = PackStream {
             algo,
@@ -119,6 +122,7 @@ impl PackStream {
             used: 0,
             read: header.len() as u64,
             git_end: header.len() as u64,
+            git_buffer: git_buffer as u64,
             eof: false,
             step: Step::Header,
             version: 0,
@@ -168,10 +172,10 @@ impl PackStream {
     }
 
     /// Git's parse needs `n` bytes at once where it stands: with fewer in its buffer, it
-    /// reads, and its buffer then ends 4096 bytes past where it stands.
+    /// reads, and its buffer then ends a buffer's length past where it stands.
     fn git_needs(&mut self, n: u64) {
         if self.git_end < self.used + n {
-            self.git_end = self.used + BUFFER as u64;
+            self.git_end = self.used + self.git_buffer;
         }
     }
 
@@ -179,7 +183,7 @@ impl PackStream {
     /// again (a zlib stream takes what is buffered, and a read only follows an empty buffer).
     fn git_streamed_to(&mut self, end: u64) {
         if end > self.git_end {
-            self.git_end += (end - self.git_end).div_ceil(BUFFER as u64) * BUFFER as u64;
+            self.git_end += (end - self.git_end).div_ceil(self.git_buffer) * self.git_buffer;
         }
     }
 

@@ -49,7 +49,7 @@ fn stops_at_the_trailer_and_keeps_what_it_read_past_it() {
     let p = pack(&[entry(3, b"hello\n"), entry(3, &big), entry(1, b"x")]);
     let mut input = p.clone();
     input.extend(std::iter::repeat_n(b'j', 10_000));
-    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
     let read = run(&mut s, &input).unwrap();
     assert!(s.done());
     let (objects, count, used, _) = s.counts();
@@ -92,7 +92,7 @@ fn a_base_id_across_the_buffers_end_is_read_whole() {
     let p = pack(&[filler, delta]);
     let mut input = p.clone();
     input.extend(std::iter::repeat_n(b'j', 9000));
-    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
     let read = run(&mut s, &input).unwrap();
     assert_eq!(s.counts().2, p.len() as u64);
     assert_eq!(read, 4091 + 4096);
@@ -102,7 +102,7 @@ fn a_base_id_across_the_buffers_end_is_read_whole() {
 #[test]
 fn a_header_given_is_used_before_the_first_read() {
     let p = pack(&[entry(3, b"hello\n")]);
-    let s = PackStream::new(HashAlgo::Sha1, &p[..12], 0, true, 1 << 20).unwrap();
+    let s = PackStream::new(HashAlgo::Sha1, &p[..12], 0, true, 1 << 20, BUFFER).unwrap();
     assert_eq!((s.want(), s.counts().2, s.counts().3), (BUFFER, 12, 12));
     assert!(s.in_entries());
     let bad = PackStream::new(
@@ -111,6 +111,7 @@ fn a_header_given_is_used_before_the_first_read() {
         0,
         true,
         1 << 20,
+        BUFFER,
     );
     assert_eq!(bad.err().unwrap().offset, Some(4));
 }
@@ -118,7 +119,7 @@ fn a_header_given_is_used_before_the_first_read() {
 #[test]
 fn a_limit_stops_the_parse() {
     let p = pack(&[entry(3, b"hello\n")]);
-    let mut s = PackStream::new(HashAlgo::Sha1, &[], 20, true, 1 << 20).unwrap();
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 20, true, 1 << 20, BUFFER).unwrap();
     let mut input = p.clone();
     input.extend([0u8; 100]);
     s.feed(&input[..s.want().min(input.len())]).unwrap();
@@ -129,12 +130,12 @@ fn a_limit_stops_the_parse() {
 fn broken_entries_are_errors_at_their_offset() {
     let mut bad = pack(&[entry(3, b"hello\n")]);
     bad[12] = 0x50; // type 5
-    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
     let e = s.feed(&bad).unwrap_err();
     assert_eq!(e.offset, Some(12));
     let mut long = pack(&[entry(3, b"hello\n")]);
     long[12] = 0x34; // declares 4 bytes, inflates to 6
-    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
     assert!(s.feed(&long).unwrap_err().message.contains("more bytes"));
 }
 
@@ -162,7 +163,7 @@ fn the_first_pass_is_the_scans() {
         b"tree 0000000000000000000000000000000000000000\n\nx\n",
     ));
     let p = pack(&entries);
-    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
     run(&mut s, &p).unwrap();
     let got = s.take_indexed().expect("a whole pack");
     let dir = std::env::temp_dir().join(format!("packorder-stream-{}", std::process::id()));
@@ -259,19 +260,19 @@ fn varied_entries(n: usize) -> Vec<Part> {
 
 /// Where Git's last read ends, each of its reads getting all it asks for, and how many
 /// reads it makes: a model of index-pack's fill(), apart from the parser.
-fn git_reads(parts: &[Part], rawsz: u64) -> (u64, usize) {
+fn git_reads(parts: &[Part], rawsz: u64, buffer: u64) -> (u64, usize) {
     let (mut pos, mut end) = (0u64, 0u64);
     let reads = std::cell::Cell::new(0);
     let at_once = |pos: u64, end: &mut u64, n: u64| {
         if *end < pos + n {
-            *end = pos + 4096;
+            *end = pos + buffer;
             reads.set(reads.get() + 1);
         }
     };
     let by_byte = |pos: &mut u64, end: &mut u64, n: u64| {
         for _ in 0..n {
             if *end <= *pos {
-                *end = *pos + 4096;
+                *end = *pos + buffer;
                 reads.set(reads.get() + 1);
             }
             *pos += 1;
@@ -305,11 +306,11 @@ fn varied_input() -> (Vec<Part>, Vec<u8>, Vec<u8>) {
 #[test]
 fn reading_ahead_ends_where_git_s_reads_end() {
     let (parts, p, input) = varied_input();
-    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
     let (at, reads) = run_reads(&mut s, &input, usize::MAX).unwrap();
     assert!(s.done());
     assert_eq!(s.counts().2, p.len() as u64);
-    let (git, git_reads) = git_reads(&parts, 20);
+    let (git, git_reads) = git_reads(&parts, 20, BUFFER as u64);
     assert_eq!((at, s.counts().3), (git, git));
     assert_eq!(s.rest(), &input[p.len()..at as usize]);
     // Far fewer reads than Git's (read ahead at most 9 bytes an entry left: 54 KB here).
@@ -317,10 +318,24 @@ fn reading_ahead_ends_where_git_s_reads_end() {
 }
 
 #[test]
+fn reading_ahead_ends_where_the_reads_of_git_2_55_end() {
+    // Git 2.55's buffer of 128 KiB: its last read ends up to 128 KiB past the pack.
+    let buffer = 128 << 10;
+    let (parts, p, mut input) = varied_input();
+    input.extend(std::iter::repeat_n(b'k', buffer));
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, buffer).unwrap();
+    let at = run_reads(&mut s, &input, usize::MAX).unwrap().0;
+    assert!(s.done());
+    let (git, _) = git_reads(&parts, 20, buffer as u64);
+    assert_eq!((at, s.counts().3), (git, git));
+    assert_eq!(s.rest(), &input[p.len()..at as usize]);
+}
+
+#[test]
 fn short_reads_stop_within_a_buffer_past_the_pack() {
     let (_, p, input) = varied_input();
     for most in [1, 700, 5000] {
-        let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+        let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
         let at = run_reads(&mut s, &input, most).unwrap().0;
         assert_eq!(s.counts().2, p.len() as u64);
         let past = at - p.len() as u64;
@@ -339,7 +354,7 @@ fn an_input_that_ends_early_is_parsed_to_its_end() {
     bad[n - 1] ^= 0xff; // its Adler-32
     let p = pack(&[entry(3, b"hello\n"), bad, entry(3, b"x"), entry(3, b"y")]);
     let cut = &p[..p.len() - 20 - 2 * entry(3, b"x").len()];
-    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20).unwrap();
+    let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
     let mut at = 0;
     let mut failed = None;
     while s.want() > 0 && failed.is_none() {

@@ -57,6 +57,7 @@ pub(crate) fn index_pack_reads<'py>(
     roots: &[u8],
     cache_limit: u64,
     threads: usize,
+    keeps_children: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let (child, start, size, roots) = (i64s(child), i64s(start), u64s(size), i64s(roots));
     let n = size.len();
@@ -77,7 +78,7 @@ pub(crate) fn index_pack_reads<'py>(
             size: &size,
             roots: &roots,
         };
-        second_pass::index_pack_reads(forest, cache_limit, threads)
+        second_pass::index_pack_reads(forest, cache_limit, threads, keeps_children)
     });
     Ok(PyBytes::new(py, &bytes_of(&reads, i64::to_ne_bytes)))
 }

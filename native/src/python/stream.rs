@@ -27,9 +27,10 @@ impl PackStream {
     /// header the caller read already, or none; `limit`: stop once more bytes than that are
     /// used (0: no limit). The first pass is made as the pack arrives, as the indexer's scan
     /// would make it with `threads` and `budget` (what it holds whole), with or without
-    /// collision detection.
+    /// collision detection. `git_buffer`: the input buffer of the Git whose reads are
+    /// followed (4096 bytes before Git 2.55, 128 KiB since).
     #[new]
-    #[pyo3(signature = (header=b"".as_slice(), limit=0, object_format="sha1", detect_collisions=true, budget=96 << 20, threads=1))]
+    #[pyo3(signature = (header=b"".as_slice(), limit=0, object_format="sha1", detect_collisions=true, budget=96 << 20, threads=1, git_buffer=stream::BUFFER))]
     fn new(
         header: &[u8],
         limit: u64,
@@ -37,15 +38,28 @@ impl PackStream {
         detect_collisions: bool,
         budget: u64,
         threads: usize,
+        git_buffer: usize,
     ) -> PyResult<Self> {
         if !header.is_empty() && header.len() != 12 {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "a pack header is 12 bytes",
             ));
         }
+        if git_buffer < 128 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "git_buffer holds at least a pack header and an object id",
+            ));
+        }
         let algo = hash_named(object_format)?;
         let whole_limit = per_thread_share(budget, threads).min(WHOLE_LIMIT);
-        let parser = stream::PackStream::new(algo, header, limit, detect_collisions, whole_limit);
+        let parser = stream::PackStream::new(
+            algo,
+            header,
+            limit,
+            detect_collisions,
+            whole_limit,
+            git_buffer,
+        );
         Ok(PackStream(Mutex::new(parser.map_err(to_py_err)?)))
     }
 

@@ -92,6 +92,9 @@ enum List {
 struct SecondPass<'a> {
     forest: Forest<'a>,
     limit: u64,
+    /// Git 2.55 and later keep a queued child's data, for the cache to prune; Git before
+    /// frees it at once, and its first child reads it again.
+    keeps_children: bool,
     used: u64,
     bases: Vec<Base>,
     links: Vec<(usize, usize)>, // each base's neighbours in its list
@@ -240,7 +243,9 @@ impl<'a> SecondPass<'a> {
             self.join(child, List::Work);
             self.used += self.size(child);
             self.prune(None);
-            self.free(child);
+            if !self.keeps_children {
+                self.free(child);
+            }
             return;
         }
         let mut p = parent;
@@ -289,12 +294,19 @@ impl Ord for Event {
 }
 
 /// Pack positions of the entries the second pass reads, in order, with `threads` threads
-/// and a cache of `cache_limit` bytes a thread. The forest must be well formed (indexes in
+/// and a cache of `cache_limit` bytes a thread, as Git before 2.55 reads them or, with
+/// `keeps_children`, as Git 2.55 and later do. The forest must be well formed (indexes in
 /// range, every child listed once): the caller builds it from a parsed pack.
-pub fn index_pack_reads(forest: Forest<'_>, cache_limit: u64, threads: usize) -> Vec<i64> {
+pub fn index_pack_reads(
+    forest: Forest<'_>,
+    cache_limit: u64,
+    threads: usize,
+    keeps_children: bool,
+) -> Vec<i64> {
     let mut work = SecondPass {
         forest,
         limit: cache_limit.saturating_mul(threads as u64),
+        keeps_children,
         used: 0,
         bases: Vec::new(),
         links: Vec::new(),
