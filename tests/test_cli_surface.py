@@ -4,12 +4,14 @@ option and a missing path, -v and -q on every command, and one schema key a JSON
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from gitrepo import Repo, git_env
+from test_cli_contract import run_cli
 from test_index_pack_server import exec_path_routing_index_pack
 
 # As the `packorder` script starts: its own folder first on sys.path, not the current directory.
@@ -84,3 +86,50 @@ def test_index_pack_run_by_git_in_a_source_checkout_imports_the_installed_packag
     )
     assert fetch.returncode == 0, fetch.stderr
     assert len(log.read_text().splitlines()) == 1  # the fetch's index-pack went through packorder
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A bare repository, as a server's (where Git's scripts run `git repack -adb`)."""
+    work = small_repo(tmp_path_factory.mktemp("surface") / "work", commits=4)
+    path = work.path.parent / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work.path), str(path)], check=True, env=git_env())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "warned"),
+    [
+        (["-adb"], []),
+        (["-Ad"], ["-A"]),
+        (["-adf"], []),
+        (["-adfq"], []),
+        (["-adbm"], []),
+        (["-a", "-d", "-k", "-l", "-f", "-F", "-q", "-b", "-m"], []),
+        (["-adlq", "--depth=50", "--window=250"], []),
+        (["-ad", "--window-memory=1g", "--max-pack-size", "2g"], ["--window-memory", "--max-pack-size"]),
+    ],
+)
+def test_gits_spellings_of_repack_run(bare: Path, args: list[str], warned: list[str]) -> None:
+    proc = run_cli("repack", "--dry-run", *args, str(bare))
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.decode().splitlines() if line.startswith("warning: ")]
+    assert [w.split()[1] for w in warnings] == warned
+    quiet = any(a[0] == "-" and a[1] != "-" and "q" in a for a in args)
+    assert quiet == (proc.stdout == b"")  # -q, bundled or not, silences the summary
+
+
+def test_a_refused_repack_command_line_warns_of_nothing(bare: Path) -> None:
+    proc = run_cli("repack", "-Adk", str(bare))
+    err = proc.stderr.decode()
+    assert proc.returncode == 129 and err.startswith("error: options '-A' and '-k/--keep-unreachable'"), err
+
+
+def test_a_bundled_repack_writes_what_git_would(bare: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "copy.git"
+    shutil.copytree(bare, repo)
+    proc = run_cli("repack", "-adbq", str(repo))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    packs = list((repo / "objects" / "pack").glob("*.pack"))
+    assert len(packs) == 1 and packs[0].with_suffix(".bitmap").exists()
+    subprocess.run(["git", "--git-dir", str(repo), "fsck", "--full"], check=True, capture_output=True)
