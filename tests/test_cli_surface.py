@@ -133,3 +133,70 @@ def test_a_bundled_repack_writes_what_git_would(bare: Path, tmp_path: Path) -> N
     packs = list((repo / "objects" / "pack").glob("*.pack"))
     assert len(packs) == 1 and packs[0].with_suffix(".bitmap").exists()
     subprocess.run(["git", "--git-dir", str(repo), "fsck", "--full"], check=True, capture_output=True)
+
+
+COMMANDS = ["repack", "gc", "seekstats", "experiment", "sample", "index-pack", "fleet status", "fleet repack"]
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "fleet report"])
+@pytest.mark.parametrize(
+    ("word", "message"),
+    [
+        ("--bogus", "error: unknown option `bogus'"),
+        ("--verbos", "error: unknown option `verbos'"),
+        ("-Z", "error: unknown switch `Z'"),
+    ],
+)
+def test_an_unknown_option_reads_as_gits(command: str, word: str, message: str) -> None:
+    proc = run_cli(*command.split(), word)
+    err = proc.stderr.decode()
+    lines = err.splitlines()
+    assert proc.returncode == 129, err
+    assert lines[0] == message and lines[1] == f"usage: packorder {command} [OPTIONS]" + lines[1].split("[OPTIONS]")[1]
+    assert "Did you mean" not in err and "\nOptions:\n" in err and proc.stdout == b""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["repack", "--order"], "error: option `order' requires a value"),
+        (["repack", "-o"], "error: switch `o' requires a value"),
+        (["repack", "--dry-run=yes"], "error: option `dry-run' takes no value"),
+        (["index-pack", "--threads"], "error: option `threads' requires a value"),
+        (["index-pack", "--stdin=yes"], "error: option `stdin' takes no value"),
+        (["index-pack", "--threads", "x", "a.pack"], "error: Invalid value for '--threads': not a number of threads"),
+        (["repack", "--window", "x"], "error: Invalid value for '--window': 'x' is not a valid integer range"),
+        (["index-pack", "a.pack", "b.pack"], "error: Got unexpected extra argument (b.pack)"),
+        (["seekstats", "REPO", "ANOTHER"], "error: Got unexpected extra argument (ANOTHER)"),
+        (["fleet", "bogus"], "error: unknown subcommand: `bogus'"),
+    ],
+)
+def test_index_pack_and_the_click_commands_refuse_a_command_line_alike(args: list[str], message: str) -> None:
+    proc = run_cli(*args)
+    err = proc.stderr.decode()
+    assert proc.returncode == 129, err
+    assert err.startswith(message) and "\nusage: packorder " in err and "\nOptions:\n" in err, err
+
+
+def test_index_pack_help_is_laid_out_as_the_other_commands_help() -> None:
+    ours, theirs = run_cli("index-pack", "-h"), run_cli("repack", "-h")
+    assert ours.returncode == theirs.returncode == 0
+    assert ours.stdout.startswith(b"Usage: packorder index-pack [OPTIONS] [PACK]\n\n  Build the .idx")
+    for out in (ours.stdout.decode(), theirs.stdout.decode()):
+        help_line = next(line for line in out.splitlines() if "--help" in line)
+        assert help_line.startswith("  -h, --help") and help_line.endswith("  Show this message and exit."), help_line
+        assert help_line.index("Show") == 34  # the column click puts option help in
+
+
+def test_packorder_alone_prints_its_usage_once_as_git_does() -> None:
+    proc = run_cli()
+    git = subprocess.run(["git"], capture_output=True)
+    assert proc.returncode == git.returncode == 1
+    assert proc.stderr == b"" and proc.stdout.decode().count("Usage: packorder") == 1
+    assert "Commands:" in proc.stdout.decode() and "error" not in proc.stdout.decode()
+
+
+def test_an_unknown_command_reads_as_gits() -> None:
+    proc = run_cli("bogus")
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert proc.stderr == b"packorder: 'bogus' is not a packorder command. See 'packorder --help'.\n"

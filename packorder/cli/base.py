@@ -122,6 +122,22 @@ def usage_error(message: str, usage: str | None = None) -> NoReturn:
     sys.exit(USAGE)
 
 
+def unknown_option(word: str) -> str:
+    """Git's words for an option it does not know (parse-options.c): no guess at another."""
+    return f"unknown option `{word[2:]}'" if word.startswith("--") else f"unknown switch `{word[1:2]}'"
+
+
+def option_needs_value(name: str) -> str:
+    """Git's words for an option given without its value."""
+    return (
+        f"option `{name[2:]}' requires a value" if name.startswith("--") else f"switch `{name[1:2]}' requires a value"
+    )
+
+
+def option_takes_no_value(name: str) -> str:
+    return f"option `{name.lstrip('-')}' takes no value"
+
+
 def click_usage() -> str | None:
     """The running click command's usage and options, as Git prints them under an error
     (click is looked up, not imported: index-pack runs without it)."""

@@ -17,6 +17,7 @@ import click
 
 from packorder import progress as progress_mod
 from packorder.cli.base import fail, guarded, print_json, warn
+from packorder.cli.options import Subcommands
 from packorder.jsonable import to_jsonable
 from packorder.orders.catalog import CATALOG
 from packorder.units import human_size
@@ -32,7 +33,7 @@ def dask_missing() -> bool:
         return True
 
 
-@click.group("fleet", context_settings=CONTEXT)
+@click.group("fleet", cls=Subcommands, context_settings=CONTEXT)
 def fleet_cmd() -> None:
     """Triage and repack many repositories on a Dask cluster, and report what it did."""
     if dask_missing():

@@ -3,6 +3,8 @@ cli/main.py): quiet and verbose, the progress line they choose, the list of orde
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from packorder import progress as progress_mod
@@ -17,6 +19,16 @@ quiet_option = click.option("-q", "--quiet", "quiet", is_flag=True, help="Print 
 verbose_option = click.option(
     "-v", "--verbose", "verbose", is_flag=True, help="Show progress even when stderr is not a terminal."
 )
+
+
+class Subcommands(click.Group):
+    """A command's subcommands (`fleet status|repack|report`): an unknown one is refused as
+    Git refuses one, with the usage and status 129."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
+            raise click.UsageError(f"unknown subcommand: `{args[0]}'", ctx)
+        return super().resolve_command(ctx, args)
 
 
 def progress_of(ctx: click.Context, quiet: bool, verbose: bool) -> progress_mod.ProgressCallback | None:
