@@ -200,3 +200,36 @@ def test_an_unknown_command_reads_as_gits() -> None:
     proc = run_cli("bogus")
     assert proc.returncode == 1 and proc.stdout == b""
     assert proc.stderr == b"packorder: 'bogus' is not a packorder command. See 'packorder --help'.\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["repack", "MISSING"],
+        ["repack", "-g", "2", "MISSING"],
+        ["gc", "MISSING"],
+        ["gc", "--auto", "MISSING"],
+        ["index-pack", "MISSING"],
+        ["index-pack", "--verify", "MISSING"],
+        ["seekstats", "MISSING"],
+        ["seekstats", "REPO", "--compare", "MISSING"],
+        ["seekstats", "REPO", "--plot", "MISSING/seeks.png"],
+        ["experiment", "MISSING", "--runs", "0"],
+        ["fleet", "status", "MISSING"],
+        ["fleet", "status", "REPO", "MISSING"],
+        ["fleet", "repack", "MISSING"],
+        ["fleet", "report", "MISSING"],
+        ["sample", "MISSING/sample.git"],
+    ],
+)
+def test_a_missing_path_is_fatal_in_every_command(bare: Path, tmp_path: Path, args: list[str]) -> None:
+    if args[0] == "fleet":
+        pytest.importorskip("distributed")
+    missing = tmp_path / "no" / "such"
+    args = [str(missing) if a == "MISSING" else str(bare) if a == "REPO" else a for a in args]
+    args = [a.replace("MISSING", str(missing)) for a in args]
+    proc = run_cli(*args)
+    err = proc.stderr.decode()
+    assert proc.returncode == 128, err
+    assert err.startswith("fatal: ") and err.count("\n") == 1 and str(missing) in err, err
+    assert proc.stdout == b"" and not (tmp_path / "no").exists()

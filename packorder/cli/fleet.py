@@ -59,6 +59,15 @@ sources = [
 ]
 
 
+def named_paths_exist(paths: tuple[Path, ...]) -> None:
+    """A PATH of the command line that is not there is the command's fatal error, as in every
+    command (a typo there would otherwise triage nothing and succeed); the lines of --from
+    FILE, a fleet's list, stay each repository's own problem."""
+    for path in paths:
+        if not path.exists():
+            fail(f"{path}: no such file or directory")
+
+
 def with_sources(fn: Any) -> Any:
     for option in reversed(sources):
         fn = option(fn)
@@ -127,6 +136,7 @@ def status_cmd(
         raise click.UsageError("--json and --csv cannot be used together", ctx)
     if not paths and list_file is None:
         raise click.UsageError("name repositories or roots to search, or --from FILE", ctx)
+    named_paths_exist(paths)
     show = progress_mod.auto(quiet=quiet)
     with progress_mod.closing_line(show):
         result = status(paths, list_file=list_file, order=order, triage_cache_file=triage_cache, progress=show)
@@ -233,6 +243,7 @@ def repack_cmd(
         raise click.UsageError("name repositories or roots to search, or --from FILE", ctx)
     if results_file is not None and resume_file is not None and results_file != resume_file:
         raise click.UsageError("--resume FILE appends to FILE: drop --results or name the same file", ctx)
+    named_paths_exist(paths)
     line = FleetLine() if not quiet and sys.stderr.isatty() else None
 
     def announce(address: str) -> None:

@@ -123,7 +123,7 @@ def _run(
 ) -> None:
     from packorder import progress as progress_mod
     from packorder.cli.base import Notes, parse_size, print_json, warn
-    from packorder.errors import UsageError
+    from packorder.errors import PackError, UsageError
     from packorder.gitcmd import find_git_dir
     from packorder.names import names
     from packorder.seek import api, report, workloads
@@ -134,6 +134,9 @@ def _run(
         raise UsageError("the custom workload needs git arguments after '--', e.g. custom -- log --all")
     if git_args and workload != "custom":
         raise UsageError(f"git arguments after '--' are for the custom workload, not {workload}")
+    if plot is not None and not plot.resolve().parent.is_dir():
+        # Before the workload runs, not after its minutes: the one line is the failure.
+        raise PackError(f"cannot write {plot}: {plot.parent}: no such directory")
     spec = workloads.spec(workload, path, tuple(git_args))
     repos = [repo, *compare]
     git_dirs = [find_git_dir(r) for r in repos]
