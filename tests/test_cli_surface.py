@@ -4,6 +4,7 @@ option and a missing path, -v and -q on every command, and one schema key a JSON
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -233,3 +234,53 @@ def test_a_missing_path_is_fatal_in_every_command(bare: Path, tmp_path: Path, ar
     assert proc.returncode == 128, err
     assert err.startswith("fatal: ") and err.count("\n") == 1 and str(missing) in err, err
     assert proc.stdout == b"" and not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "fleet report"])
+def test_every_command_takes_verbose_and_quiet(command: str) -> None:
+    proc = run_cli(*command.split(), "-h")
+    out = proc.stdout.decode()
+    assert proc.returncode == 0 and "-v, --verbose" in out and "-q, --quiet" in out, out
+    proc = run_cli(*command.split(), "-q", "-v", "ARG")
+    assert proc.returncode == 129 and proc.stderr.startswith(b"error: -q and -v cannot be used together"), proc.stderr
+
+
+def test_fleet_status_shows_its_progress_with_v_and_none_with_q(bare: Path) -> None:
+    pytest.importorskip("distributed")
+    loud, quiet = run_cli("fleet", "status", "-v", str(bare)), run_cli("fleet", "status", "-q", str(bare))
+    assert loud.returncode == quiet.returncode == 0, loud.stderr
+    assert b"Triaging repositories: 100% (1/1), done." in loud.stderr and quiet.stderr == b""
+    assert loud.stdout == quiet.stdout and str(bare).encode() in quiet.stdout  # the table either way
+
+
+def test_fleet_repack_shows_its_progress_line_with_v(bare: Path, tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    repo = tmp_path / "copy.git"
+    shutil.copytree(bare, repo)
+    results = tmp_path / "results.jsonl"
+    proc = run_cli(
+        "fleet", "repack", "-v", "--workers", "1", "--min-gain", "-1000", "--results", str(results), str(repo)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert b"\rRepacking repositories: 1 done, 0 failed, 0 running, 0 left" in proc.stderr
+
+
+def test_fleet_report_prints_the_failures_alone_with_q_and_every_repository_with_v(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    records = [
+        {"path": "/srv/a.git", "order": "recency", "status": "done", "error": None, "seconds": 2.0}
+        | {"bytes_before": 4 << 20, "bytes_after": 3 << 20},
+        {"path": "/srv/b.git", "order": "recency", "status": "failed", "error": "not a git repository"},
+        {"path": "/srv/c.git", "order": "recency", "status": "skipped", "error": None, "reason": "gain below 1"},
+    ]
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    quiet = run_cli("fleet", "report", "-q", str(results))
+    assert (quiet.returncode, quiet.stdout) == (0, b"failed: /srv/b.git: not a git repository\n")
+    verbose = run_cli("fleet", "report", "-v", str(results)).stdout.decode().splitlines()
+    rows = [line.split() for line in verbose[verbose.index("") + 1 :]]
+    assert rows[0] == ["repository", "status", "before", "after", "seconds", "why"]
+    assert rows[1] == ["/srv/a.git", "done", "4.00", "MiB", "3.00", "MiB", "2.0"]
+    assert rows[2][:2] == ["/srv/b.git", "failed"] and " ".join(rows[2]).endswith("not a git repository")
+    assert rows[3][:2] == ["/srv/c.git", "skipped"] and " ".join(rows[3]).endswith("gain below 1")
+    plain = run_cli("fleet", "report", str(results)).stdout.decode()
+    assert plain.splitlines()[-1] == "failed: /srv/b.git: not a git repository" and "/srv/a.git" not in plain

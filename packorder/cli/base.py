@@ -122,6 +122,12 @@ def usage_error(message: str, usage: str | None = None) -> NoReturn:
     sys.exit(USAGE)
 
 
+def quiet_or_verbose(quiet: bool, verbose: bool) -> None:
+    """-q and -v together ask for less and more at once: refused, in every command."""
+    if quiet and verbose:
+        raise UsageError("-q and -v cannot be used together")
+
+
 def unknown_option(word: str) -> str:
     """Git's words for an option it does not know (parse-options.c): no guess at another."""
     return f"unknown option `{word[2:]}'" if word.startswith("--") else f"unknown switch `{word[1:2]}'"

@@ -66,12 +66,13 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli.base import Notes, parse_size, print_json, warn
+    from packorder.cli.base import Notes, parse_size, print_json, quiet_or_verbose, warn
     from packorder.errors import UsageError
     from packorder.experiments.report import summary
     from packorder.experiments.run import DEFAULT_ORDERS, DEFAULT_WORKLOADS, experiment
     from packorder.names import names
 
+    quiet_or_verbose(quiet, verbose)
     chosen_orders = names(orders) if orders else list(DEFAULT_ORDERS)
     chosen_workloads = names(workloads) if workloads else list(DEFAULT_WORKLOADS)
     if (orders and not chosen_orders) or (workloads and not chosen_workloads):

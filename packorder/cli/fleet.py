@@ -16,8 +16,8 @@ from typing import Any
 import click
 
 from packorder import progress as progress_mod
-from packorder.cli.base import fail, guarded, print_json, warn
-from packorder.cli.options import Subcommands
+from packorder.cli.base import fail, guarded, print_json, quiet_or_verbose, warn
+from packorder.cli.options import Subcommands, progress_of, verbose_option
 from packorder.jsonable import to_jsonable
 from packorder.orders.catalog import CATALOG
 from packorder.units import human_size
@@ -40,7 +40,7 @@ def fleet_cmd() -> None:
         fail(NEEDS_DASK)
 
 
-quiet_option = click.option("-q", "--quiet", is_flag=True, help="Print nothing but warnings and errors.")
+quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress and no dashboard note.")
 sources = [
     click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
     click.option(
@@ -115,6 +115,7 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the triage as JSON.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print the triage as CSV.")
 @quiet_option
+@verbose_option
 @click.pass_context
 @guarded
 def status_cmd(
@@ -126,6 +127,7 @@ def status_cmd(
     as_json: bool,
     as_csv: bool,
     quiet: bool,
+    verbose: bool,
 ) -> None:
     """Triage the repositories at or under PATHS (and --from FILE), sorted by expected
     benefit: packs, loose objects, cruft, layout drift, the predicted share of index-pack
@@ -136,8 +138,8 @@ def status_cmd(
         raise click.UsageError("--json and --csv cannot be used together", ctx)
     if not paths and list_file is None:
         raise click.UsageError("name repositories or roots to search, or --from FILE", ctx)
+    show = progress_of(quiet, verbose)
     named_paths_exist(paths)
-    show = progress_mod.auto(quiet=quiet)
     with progress_mod.closing_line(show):
         result = status(paths, list_file=list_file, order=order, triage_cache_file=triage_cache, progress=show)
     for problem in result.problems:
@@ -214,6 +216,7 @@ class FleetLine:
     "--timeout", type=click.FloatRange(min=1), help="Seconds before one repack is stopped (default: 20x est.)."
 )
 @quiet_option
+@verbose_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary as JSON.")
 @click.pass_context
 @guarded
@@ -233,6 +236,7 @@ def repack_cmd(
     batch_seconds: float,
     timeout: float | None,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     """Repack the repositories at or under PATHS (and --from FILE) worth it, on a Dask
@@ -243,8 +247,9 @@ def repack_cmd(
         raise click.UsageError("name repositories or roots to search, or --from FILE", ctx)
     if results_file is not None and resume_file is not None and results_file != resume_file:
         raise click.UsageError("--resume FILE appends to FILE: drop --results or name the same file", ctx)
+    quiet_or_verbose(quiet, verbose)
     named_paths_exist(paths)
-    line = FleetLine() if not quiet and sys.stderr.isatty() else None
+    line = FleetLine() if verbose or (not quiet and sys.stderr.isatty()) else None
 
     def announce(address: str) -> None:
         if not quiet:
@@ -290,17 +295,27 @@ def repack_cmd(
 @click.argument("results", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), help="Draw it in FILE.png.")
 @click.option("--json", "as_json", is_flag=True, help="Print the sums as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the failures, one line each (nothing if none failed).")
+@click.option("-v", "--verbose", is_flag=True, help="Print each repository's line below the sums.")
+@click.pass_context
 @guarded
-def report_cmd(results: Path, plot_file: Path | None, as_json: bool) -> None:
+def report_cmd(
+    ctx: click.Context, results: Path, plot_file: Path | None, as_json: bool, quiet: bool, verbose: bool
+) -> None:
     """Sum up a fleet run's RESULTS: repositories repacked, failed and skipped, bytes before
     and after, hours spent, predicted locality before and after."""
     from packorder.fleet.summary import plot, report
 
+    quiet_or_verbose(quiet, verbose)
     summary = report(results)
     if plot_file is not None:
         plot(results, plot_file)
     if as_json:
         print_json(summary)
+        return
+    if quiet:
+        for path, error in summary.errors.items():
+            click.echo(f"failed: {path}: {error}")
         return
     saved = summary.bytes_before - summary.bytes_after
     rows = [
@@ -316,5 +331,29 @@ def report_cmd(results: Path, plot_file: Path | None, as_json: bool) -> None:
         ["predicted share after", _share(summary.share_after)],
     ]
     click.echo(table(["", "fleet"], rows))
+    if verbose:
+        click.echo()
+        click.echo(table(["repository", "status", "before", "after", "seconds", "why"], repository_rows(results)))
+        return
     for path, error in summary.errors.items():
         click.echo(f"failed: {path}: {error}")
+
+
+def repository_rows(results: Path) -> list[list[str]]:
+    """fleet report -v: each repository's last record, in the order of the results file."""
+    from packorder.fleet import results as results_mod
+
+    rows = []
+    for path, r in results_mod.latest(results_mod.read(results)).items():
+        done = r["status"] == results_mod.DONE
+        rows.append(
+            [
+                path,
+                r["status"],
+                human_size(r.get("bytes_before") or 0) if r.get("bytes_before") is not None else "-",
+                human_size(r.get("bytes_after") or 0) if done and r.get("bytes_after") is not None else "-",
+                f"{r['seconds']:.1f}" if r.get("seconds") is not None else "-",
+                r.get("error") or r.get("reason") or "",
+            ]
+        )
+    return rows

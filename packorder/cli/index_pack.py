@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from packorder import progress as progress_mod
-from packorder.cli.base import guarded, print_json, size_argument, stop_on_termination
+from packorder.cli.base import guarded, print_json, quiet_or_verbose, size_argument, stop_on_termination
 from packorder.cli.plain_parser import PlainParser
 from packorder.errors import UsageError
 
@@ -191,6 +191,7 @@ def _run(args: argparse.Namespace) -> None:
     from packorder.indexer.index_pack import index_pack
 
     _native.tune_allocator()
+    quiet_or_verbose(args.quiet, args.verbose)
     version, off32 = args.index_version or (None, None)
     if args.from_stdin and args.pack is not None:
         raise UsageError("--stdin takes no pack argument")

@@ -196,7 +196,7 @@ def gc_cmd(
 
     if no_prune and prune != CONFIGURED:
         raise click.UsageError("--prune and --no-prune cannot be used together", ctx)
-    show = progress_of(ctx, quiet, verbose)
+    show = progress_of(quiet, verbose)
     notices = Notes(verbose=verbose, quiet=quiet, held=False)  # Git's "Auto packing ...": with -v
     with progress_mod.closing_line(show):
         result = gc(
@@ -258,7 +258,7 @@ def sample_cmd(
     from packorder.experiments.monorepo_sample import DEFAULT_RELEASES, monorepo
     from packorder.experiments.sample_repository import DEFAULT_COMMITS, sample
 
-    show = progress_of(ctx, quiet, verbose)
+    show = progress_of(quiet, verbose)
     with progress_mod.closing_line(show):
         if shape == "monorepo":
             releases = DEFAULT_RELEASES if commits is None else commits - 1

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from packorder import progress as progress_mod
+from packorder.cli.base import quiet_or_verbose
 from packorder.orders.catalog import CATALOG
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -31,8 +32,7 @@ class Subcommands(click.Group):
         return super().resolve_command(ctx, args)
 
 
-def progress_of(ctx: click.Context, quiet: bool, verbose: bool) -> progress_mod.ProgressCallback | None:
+def progress_of(quiet: bool, verbose: bool) -> progress_mod.ProgressCallback | None:
     """The progress line -q and -v ask for (refused together)."""
-    if quiet and verbose:
-        raise click.UsageError("-q and -v cannot be used together", ctx)
+    quiet_or_verbose(quiet, verbose)
     return progress_mod.auto(quiet=quiet, force=verbose)

@@ -157,7 +157,7 @@ def repack_cmd(ctx: click.Context, repo: Path | None, **opts: Any) -> None:
     """Rewrite REPO's reachable objects into one pack ordered for locality, its unreachable
     ones into a cruft pack; with -g, roll up only the small packs, in the same order, and
     leave the ordered pack alone."""
-    show = progress_of(ctx, opts["quiet"], opts["verbose"])
+    show = progress_of(opts["quiet"], opts["verbose"])
     if opts["keep_unreachable"] and opts["cruft_expiration"] is not None:
         raise click.UsageError("options '-k/--keep-unreachable' and '--cruft-expiration' cannot be used together", ctx)
     if opts["keep_unreachable"] and opts["loosen"]:

@@ -122,12 +122,13 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli.base import Notes, parse_size, print_json, warn
+    from packorder.cli.base import Notes, parse_size, print_json, quiet_or_verbose, warn
     from packorder.errors import PackError, UsageError
     from packorder.gitcmd import find_git_dir
     from packorder.names import names
     from packorder.seek import api, report, workloads
 
+    quiet_or_verbose(quiet, verbose)
     if as_json and as_csv:
         raise UsageError("--json and --csv cannot be used together")
     if workload == "custom" and not git_args:
