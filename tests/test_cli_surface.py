@@ -284,3 +284,16 @@ def test_fleet_report_prints_the_failures_alone_with_q_and_every_repository_with
     assert rows[3][:2] == ["/srv/c.git", "skipped"] and " ".join(rows[3]).endswith("gain below 1")
     plain = run_cli("fleet", "report", str(results)).stdout.decode()
     assert plain.splitlines()[-1] == "failed: /srv/b.git: not a git repository" and "/srv/a.git" not in plain
+
+
+def test_seekstats_takes_a_workload_path_in_experiments_spelling_too(bare: Path) -> None:
+    spellings = [["-w", "log-path:f.txt"], ["-w", "log-path", "f.txt"], ["-w", "log-path", "--path", "f.txt"]]
+    workloads = []
+    for words in spellings:
+        proc = run_cli("seekstats", "--json", str(bare), *words)
+        assert proc.returncode == 0, proc.stderr
+        workloads.append(json.loads(proc.stdout)[0]["workload"])
+    assert workloads[0] == workloads[1] == workloads[2]
+    assert workloads[0]["name"] == "log-path" and workloads[0]["path"] == "f.txt" and not workloads[0]["chosen"]
+    proc = run_cli("seekstats", str(bare), "-w", "log-path:f.txt", "--path", "g.txt")
+    assert proc.returncode == 129 and b"given twice" in proc.stderr.splitlines()[0]

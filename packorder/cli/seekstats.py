@@ -68,8 +68,8 @@ class SeekCommand(click.Command):
     "--workload",
     default="log",
     show_default=True,
-    metavar="NAME [PATH]",
-    help=f"{usage()}.",
+    metavar="NAME[:PATH]",
+    help=f"{usage()}; or NAME:PATH, as experiment -w takes it.",
 )
 @click.option("--path", "path", metavar="PATH",
               help=f"The PATH of {', '.join(TAKES_PATH)} (default: chosen from history).")  # fmt: skip
@@ -138,7 +138,7 @@ def _run(
     if plot is not None and not plot.resolve().parent.is_dir():
         # Before the workload runs, not after its minutes: the one line is the failure.
         raise PackError(f"cannot write {plot}: {plot.parent}: no such directory")
-    spec = workloads.spec(workload, path, tuple(git_args))
+    spec = workloads.parse(workload, path, tuple(git_args))  # NAME:PATH as experiment -w takes it
     repos = [repo, *compare]
     git_dirs = [find_git_dir(r) for r in repos]
     spec, choice = workloads.resolve(spec, git_dirs[0])
