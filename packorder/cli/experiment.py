@@ -25,7 +25,7 @@ from packorder.seek.catalog import DEFAULT_EXPERIMENT, usage
               help="Cold and warm timed runs of each workload (0: no timing).")  # fmt: skip
 @click.option("--cold-iops", type=click.IntRange(min=1), metavar="N",
               help="Cold runs may send N read requests a second to the disk: a slow disk, where the "
-                   "host caches this one (Linux, root, cgroup v1 blkio).")  # fmt: skip
+                   "host caches this one (Linux, root, cgroup v2 io or v1 blkio).")  # fmt: skip
 @click.option("--simulate", multiple=True, metavar="ORDER[,ORDER...]",
               help="More orders to simulate from the first order's traces (not repacked).")  # fmt: skip
 @click.option("--git", "git", default="git", show_default=True, help="The git binary the workloads run with.")
