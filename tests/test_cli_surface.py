@@ -4,6 +4,7 @@ option and a missing path, -v and -q on every command, and one schema key a JSON
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -95,6 +96,7 @@ def bare(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = small_repo(tmp_path_factory.mktemp("surface") / "work", commits=4)
     path = work.path.parent / "bare.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work.path), str(path)], check=True, env=git_env())
+    subprocess.run(["git", "--git-dir", str(path), "repack", "-adq"], check=True, env=git_env())
     return path
 
 
@@ -292,8 +294,53 @@ def test_seekstats_takes_a_workload_path_in_experiments_spelling_too(bare: Path)
     for words in spellings:
         proc = run_cli("seekstats", "--json", str(bare), *words)
         assert proc.returncode == 0, proc.stderr
-        workloads.append(json.loads(proc.stdout)[0]["workload"])
+        workloads.append(json.loads(proc.stdout)["results"][0]["workload"])
     assert workloads[0] == workloads[1] == workloads[2]
     assert workloads[0]["name"] == "log-path" and workloads[0]["path"] == "f.txt" and not workloads[0]["chosen"]
     proc = run_cli("seekstats", str(bare), "-w", "log-path:f.txt", "--path", "g.txt")
     assert proc.returncode == 129 and b"given twice" in proc.stderr.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    ("schema", "args"),
+    [
+        ("repack", ["repack", "--dry-run", "REPO"]),
+        ("gc", ["gc", "REPO"]),
+        ("sample", ["sample", "--commits", "3", "TMP/sample.git"]),
+        ("seekstats", ["seekstats", "REPO"]),
+        ("seekstats", ["seekstats", "REPO", "--simulate-order", "history"]),
+        ("experiment", ["experiment", "REPO", "--runs", "0", "--orders", "recency", "-w", "log", "-o", "TMP/out"]),
+        ("index-pack", ["index-pack", "-o", "TMP/copy.idx", "PACK"]),
+        ("fleet.status", ["fleet", "status", "REPO"]),
+        ("fleet.repack", ["fleet", "repack", "--workers", "1", "--results", "TMP/results.jsonl", "REPO"]),
+        ("fleet.report", ["fleet", "report", "RESULTS"]),
+    ],
+)
+def test_every_json_document_names_its_schema(bare: Path, tmp_path: Path, schema: str, args: list[str]) -> None:
+    if args[0] == "fleet":
+        pytest.importorskip("distributed")
+    repo = tmp_path / "repo.git"
+    shutil.copytree(bare, repo)
+    (pack,) = (repo / "objects" / "pack").glob("*.pack")
+    results = tmp_path / "given.jsonl"
+    results.write_text(json.dumps({"path": str(repo), "order": "recency", "status": "skipped", "error": None}) + "\n")
+    places = {"REPO": str(repo), "PACK": str(pack), "RESULTS": str(results)}
+    args = [places.get(a, a.replace("TMP", str(tmp_path))) for a in args]
+    proc = run_cli(*args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    assert isinstance(document, dict) and document["schema"] == f"packorder.{schema}/1"
+    assert next(iter(document)) == "schema" and len(document) > 1
+
+
+def test_csv_writes_true_false_and_rounded_numbers(bare: Path) -> None:
+    pytest.importorskip("distributed")
+    proc = run_cli("fleet", "status", "--csv", str(bare))
+    assert proc.returncode == 0, proc.stderr
+    (row,) = list(csv.DictReader(proc.stdout.decode().splitlines()))
+    assert row["cached"] == "false"
+    for name in ("seconds", "estimated_seconds", "drift", "gain"):
+        assert row[name] == repr(round(float(row[name]), 4)), (name, row[name])
+    proc = run_cli("seekstats", "--csv", str(bare))
+    (row,) = [r for r in csv.DictReader(proc.stdout.decode().splitlines()) if r["view"] == "raw"]
+    assert row["seconds"] == repr(round(float(row["seconds"]), 4)) and len(row["seconds"].partition(".")[2]) <= 4

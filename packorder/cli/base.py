@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from packorder.errors import Interrupted, PackError, Terminated, UsageError, interruption
-from packorder.jsonable import to_jsonable
+from packorder.jsonable import document
 
 # numpy's OpenBLAS starts a thread per core that spins after loading, though packorder does no
 # linear algebra: in repack it took ~0.2 s of CPU from the core Git's walk runs on. A front
@@ -44,8 +44,9 @@ def parse_size(value: str | None) -> int | None:
         raise click.BadParameter(str(e)) from None
 
 
-def print_json(value: Any) -> None:
-    json.dump(to_jsonable(value), sys.stdout, indent=2, sort_keys=True)
+def print_json(value: Any, command: str) -> None:
+    """`command`'s result as its --json document (jsonable.document: its schema named)."""
+    json.dump(document(value, command), sys.stdout, indent=2)
     sys.stdout.write("\n")
 
 

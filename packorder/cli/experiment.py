@@ -105,7 +105,7 @@ def _run(
     for message in result.warnings:
         warn(message)
     if as_json:
-        print_json(result)
+        print_json(result, "experiment")
         return
     click.echo("\n".join(summary(result)))
     click.echo(f"report: {result.report}")

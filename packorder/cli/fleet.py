@@ -18,7 +18,7 @@ import click
 from packorder import progress as progress_mod
 from packorder.cli.base import fail, guarded, print_json, quiet_or_verbose, warn
 from packorder.cli.options import Subcommands, progress_of, verbose_option
-from packorder.jsonable import to_jsonable
+from packorder.jsonable import csv_cell, to_jsonable
 from packorder.orders.catalog import CATALOG
 from packorder.units import human_size
 
@@ -145,12 +145,13 @@ def status_cmd(
     for problem in result.problems:
         warn(problem)
     if as_json:
-        print_json({"repositories": status_rows(result), "problems": result.problems, "seconds": result.seconds})
+        document = {"repositories": status_rows(result), "problems": result.problems, "seconds": result.seconds}
+        print_json(document, "fleet.status")
     elif as_csv:
         rows = status_rows(result)
         writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else ["path"], lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
     else:
         lines = [[f(t) for _, f in STATUS_COLUMNS] for t in result.repositories]
         click.echo(table([name for name, _ in STATUS_COLUMNS], lines))
@@ -279,7 +280,7 @@ def repack_cmd(
     for problem in run.problems:
         warn(problem)
     if as_json:
-        print_json(run)
+        print_json(run, "fleet.repack")
     elif not quiet:
         click.echo(
             f"{run.done} repacked, {run.failed} failed, {run.skipped} skipped"
@@ -311,7 +312,7 @@ def report_cmd(
     if plot_file is not None:
         plot(results, plot_file)
     if as_json:
-        print_json(summary)
+        print_json(summary, "fleet.report")
         return
     if quiet:
         for path, error in summary.errors.items():

@@ -230,7 +230,7 @@ def _run(args: argparse.Namespace) -> None:
     for line in result.pack_info or ():
         print(line)
     if args.as_json:
-        print_json(result)
+        print_json(result, "index-pack")
     elif args.from_stdin:
         print(f"{'keep' if result.keep else 'pack'}\t{result.checksum}")
         # As Git (mimicking unpack-objects): what it read past the pack goes on to stdout.

@@ -215,7 +215,7 @@ def gc_cmd(
             log=notices,
         )
     if as_json:
-        print_json(result)
+        print_json(result, "gc")
     elif not quiet and result.ran:
         click.echo(f"ran: {', '.join(result.steps)}")
         if result.repack is not None:
@@ -268,7 +268,7 @@ def sample_cmd(
                 directory, commits=DEFAULT_COMMITS if commits is None else commits, seed=seed, progress=show
             )
     if as_json:
-        print_json(result)
+        print_json(result, "sample")
     elif not quiet:
 
         def count(n: int, noun: str, plural: str) -> str:

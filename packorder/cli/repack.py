@@ -182,7 +182,7 @@ def repack_cmd(ctx: click.Context, repo: Path | None, **opts: Any) -> None:
         _warn_not_applied(opts)  # after the refusals: a refused command line is its one error
         result = _full(repo, opts, midx, show)
     if opts["as_json"]:
-        print_json(result)
+        print_json(result, "repack")
     elif not opts["quiet"]:
         click.echo("\n".join(repack_summary(result)))
 

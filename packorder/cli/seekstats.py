@@ -182,7 +182,7 @@ def _run(
         if plot is not None:
             simreport.plot(results, simulation, plot)
         if as_json:
-            print_json({"measured": results, "simulated": simulation.simulated})
+            print_json({"measured": results, "simulated": simulation.simulated}, "seekstats")
         elif as_csv:
             click.echo(simreport.csv_text(results, simulation), nl=False)
         else:
@@ -194,7 +194,7 @@ def _run(
         plotted = "expanded" if results[0].view("expanded") is not None else "raw"
         plot_cdf(results, plotted, plot)
     if as_json:
-        print_json(results)
+        print_json(results, "seekstats")
     elif as_csv:
         click.echo(report.csv_text(results), nl=False)
     else:
