@@ -193,7 +193,9 @@ def test_the_early_walk_reads_only_plain_repack_command_lines() -> None:
     assert read(["--order", "history", "-q", "REPO"]) == WalkRequest(Path("REPO"), True, "history")
     assert read(["--order=git", "--dry-run"]) == WalkRequest(None, False, "git")
     assert read(["-o", "OUT", "--window", "5", "REPO"]) == WalkRequest(Path("REPO"), False, None)
-    for unplain in (["-h"], ["--bogus", "REPO"], ["-fq", "REPO"], ["A", "B"], ["--order"], ["--", "REPO"]):
+    assert read(["-adbq", "REPO"]) == WalkRequest(Path("REPO"), True, None, True)
+    assert read(["-Ad", "-B", "--depth=5"]) == WalkRequest(None, True, None, False)
+    for unplain in (["-h"], ["--bogus", "REPO"], ["-fo", "REPO"], ["-ag2"], ["A", "B"], ["--order"], ["--", "REPO"]):
         assert read(unplain) is None, unplain
 
 

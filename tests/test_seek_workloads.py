@@ -208,7 +208,7 @@ def test_cli_json_csv_and_compare(history: Repo, tmp_path: Path) -> None:
     git(other, "-c", "pack.window=0", "repack", "-adf", "-q")
     proc = run_cli(str(history.path), "--compare", str(other), "-w", "log-path", "src", "--json")
     assert proc.returncode == 0, proc.stderr
-    results = json.loads(proc.stdout)
+    results = json.loads(proc.stdout)["results"]
     assert [r["label"] for r in results] == ["repo", "other"]
     assert {r["workload"]["path"] for r in results} == {"src"}
     assert all(r["views"][0]["percentiles"]["99.9"] >= r["views"][0]["percentiles"]["50"] for r in results)
@@ -231,7 +231,7 @@ def test_cli_plot_and_cold(history: Repo, tmp_path: Path) -> None:
     proc = run_cli(str(history.path), "--plot", str(png), "--cold", "--json")
     assert proc.returncode == 0, proc.stderr
     assert png.read_bytes().startswith(b"\x89PNG")
-    (result,) = json.loads(proc.stdout)
+    (result,) = json.loads(proc.stdout)["results"]
     assert result["cold_seconds"] > 0 and result["warm_seconds"] > 0
     proc = run_cli(str(history.path), "--cold")
     assert "Wall time, cold" in proc.stdout and "Wall time, warm" in proc.stdout
@@ -271,7 +271,7 @@ def test_cli_custom_takes_git_arguments_after_double_dash(history: Repo) -> None
     # A command that reads no object: no access at all.
     proc = run_cli(str(history.path), "-w", "custom", "--json", "--", "rev-parse", "HEAD")
     assert proc.returncode == 0, proc.stderr
-    (result,) = json.loads(proc.stdout)
+    (result,) = json.loads(proc.stdout)["results"]
     assert [v["accesses"] for v in result["views"]] == [0, 0]
     assert result["packs"] == []
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from packorder.errors import Interrupted, PackError, Terminated, UsageError, interruption
-from packorder.jsonable import to_jsonable
+from packorder.jsonable import document
 
 # numpy's OpenBLAS starts a thread per core that spins after loading, though packorder does no
 # linear algebra: in repack it took ~0.2 s of CPU from the core Git's walk runs on. A front
@@ -44,8 +44,9 @@ def parse_size(value: str | None) -> int | None:
         raise click.BadParameter(str(e)) from None
 
 
-def print_json(value: Any) -> None:
-    json.dump(to_jsonable(value), sys.stdout, indent=2, sort_keys=True)
+def print_json(value: Any, command: str) -> None:
+    """`command`'s result as its --json document (jsonable.document: its schema named)."""
+    json.dump(document(value, command), sys.stdout, indent=2)
     sys.stdout.write("\n")
 
 
@@ -120,6 +121,28 @@ def usage_error(message: str, usage: str | None = None) -> NoReturn:
         sys.stderr.write(usage if usage.endswith("\n") else usage + "\n")
     sys.stderr.flush()
     sys.exit(USAGE)
+
+
+def quiet_or_verbose(quiet: bool, verbose: bool) -> None:
+    """-q and -v together ask for less and more at once: refused, in every command."""
+    if quiet and verbose:
+        raise UsageError("-q and -v cannot be used together")
+
+
+def unknown_option(word: str) -> str:
+    """Git's words for an option it does not know (parse-options.c): no guess at another."""
+    return f"unknown option `{word[2:]}'" if word.startswith("--") else f"unknown switch `{word[1:2]}'"
+
+
+def option_needs_value(name: str) -> str:
+    """Git's words for an option given without its value."""
+    return (
+        f"option `{name[2:]}' requires a value" if name.startswith("--") else f"switch `{name[1:2]}' requires a value"
+    )
+
+
+def option_takes_no_value(name: str) -> str:
+    return f"option `{name.lstrip('-')}' takes no value"
 
 
 def click_usage() -> str | None:

@@ -44,8 +44,30 @@ FLAGS = frozenset(
         "-v",
         "--verbose",
         "--json",
+        # Git's spellings, which change nothing of the walk.
+        "-a",
+        "-A",
+        "-d",
+        "-k",
+        "--keep-unreachable",
+        "-F",
+        "-m",
     }
 )
+# The one-letter flags a script bundles as Git parses them (`-adb`, `-Ad`).
+SHORT_FLAGS = frozenset(f[1] for f in FLAGS if len(f) == 2)
+
+
+def _unbundled(args: list[str]) -> list[str]:
+    """`-adb` as `-a -d -b`, when each letter is a flag (a value option stays as it is)."""
+    out = []
+    for word in args:
+        letters = word[1:]
+        if len(word) > 2 and word[0] == "-" and word[1] != "-" and all(c in SHORT_FLAGS for c in letters):
+            out += [f"-{c}" for c in letters]
+        else:
+            out.append(word)
+    return out
 
 
 @dataclass(frozen=True)
@@ -58,11 +80,12 @@ class WalkRequest:
 
 def read(args: list[str]) -> WalkRequest | None:
     """The request of a repack command line made only of repack's own options and at most
-    one REPO; None for anything else (help, an unknown or combined option, a stray word)."""
+    one REPO; None for anything else (help, an unknown option, a stray word)."""
     repo: Path | None = None
     order = None
     lock = True
     bitmap: bool | None = None
+    args = _unbundled(args)
     i = 0
     while i < len(args):
         word = args[i]

@@ -25,7 +25,7 @@ from packorder.seek.catalog import DEFAULT_EXPERIMENT, usage
               help="Cold and warm timed runs of each workload (0: no timing).")  # fmt: skip
 @click.option("--cold-iops", type=click.IntRange(min=1), metavar="N",
               help="Cold runs may send N read requests a second to the disk: a slow disk, where the "
-                   "host caches this one (Linux, root, cgroup v1 blkio).")  # fmt: skip
+                   "host caches this one (Linux, root, cgroup v2 io or v1 blkio).")  # fmt: skip
 @click.option("--simulate", multiple=True, metavar="ORDER[,ORDER...]",
               help="More orders to simulate from the first order's traces (not repacked).")  # fmt: skip
 @click.option("--git", "git", default="git", show_default=True, help="The git binary the workloads run with.")
@@ -66,12 +66,13 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli.base import Notes, parse_size, print_json, warn
+    from packorder.cli.base import Notes, parse_size, print_json, quiet_or_verbose, warn
     from packorder.errors import UsageError
     from packorder.experiments.report import summary
     from packorder.experiments.run import DEFAULT_ORDERS, DEFAULT_WORKLOADS, experiment
     from packorder.names import names
 
+    quiet_or_verbose(quiet, verbose)
     chosen_orders = names(orders) if orders else list(DEFAULT_ORDERS)
     chosen_workloads = names(workloads) if workloads else list(DEFAULT_WORKLOADS)
     if (orders and not chosen_orders) or (workloads and not chosen_workloads):
@@ -104,7 +105,7 @@ def _run(
     for message in result.warnings:
         warn(message)
     if as_json:
-        print_json(result)
+        print_json(result, "experiment")
         return
     click.echo("\n".join(summary(result)))
     click.echo(f"report: {result.report}")

@@ -16,8 +16,9 @@ from typing import Any
 import click
 
 from packorder import progress as progress_mod
-from packorder.cli.base import fail, guarded, print_json, warn
-from packorder.jsonable import to_jsonable
+from packorder.cli.base import fail, guarded, print_json, quiet_or_verbose, warn
+from packorder.cli.options import Subcommands, progress_of, verbose_option
+from packorder.jsonable import csv_cell, to_jsonable
 from packorder.orders.catalog import CATALOG
 from packorder.units import human_size
 
@@ -32,14 +33,14 @@ def dask_missing() -> bool:
         return True
 
 
-@click.group("fleet", context_settings=CONTEXT)
+@click.group("fleet", cls=Subcommands, context_settings=CONTEXT)
 def fleet_cmd() -> None:
     """Triage and repack many repositories on a Dask cluster, and report what it did."""
     if dask_missing():
         fail(NEEDS_DASK)
 
 
-quiet_option = click.option("-q", "--quiet", is_flag=True, help="Print nothing but warnings and errors.")
+quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress and no dashboard note.")
 sources = [
     click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
     click.option(
@@ -56,6 +57,15 @@ sources = [
         help="Keep each repository's triage in FILE; one unchanged since is not triaged again.",
     ),
 ]
+
+
+def named_paths_exist(paths: tuple[Path, ...]) -> None:
+    """A PATH of the command line that is not there is the command's fatal error, as in every
+    command (a typo there would otherwise triage nothing and succeed); the lines of --from
+    FILE, a fleet's list, stay each repository's own problem."""
+    for path in paths:
+        if not path.exists():
+            fail(f"{path}: no such file or directory")
 
 
 def with_sources(fn: Any) -> Any:
@@ -105,6 +115,7 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the triage as JSON.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print the triage as CSV.")
 @quiet_option
+@verbose_option
 @click.pass_context
 @guarded
 def status_cmd(
@@ -116,6 +127,7 @@ def status_cmd(
     as_json: bool,
     as_csv: bool,
     quiet: bool,
+    verbose: bool,
 ) -> None:
     """Triage the repositories at or under PATHS (and --from FILE), sorted by expected
     benefit: packs, loose objects, cruft, layout drift, the predicted share of index-pack
@@ -126,18 +138,20 @@ def status_cmd(
         raise click.UsageError("--json and --csv cannot be used together", ctx)
     if not paths and list_file is None:
         raise click.UsageError("name repositories or roots to search, or --from FILE", ctx)
-    show = progress_mod.auto(quiet=quiet)
+    show = progress_of(quiet, verbose)
+    named_paths_exist(paths)
     with progress_mod.closing_line(show):
         result = status(paths, list_file=list_file, order=order, triage_cache_file=triage_cache, progress=show)
     for problem in result.problems:
         warn(problem)
     if as_json:
-        print_json({"repositories": status_rows(result), "problems": result.problems, "seconds": result.seconds})
+        document = {"repositories": status_rows(result), "problems": result.problems, "seconds": result.seconds}
+        print_json(document, "fleet.status")
     elif as_csv:
         rows = status_rows(result)
         writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else ["path"], lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
     else:
         lines = [[f(t) for _, f in STATUS_COLUMNS] for t in result.repositories]
         click.echo(table([name for name, _ in STATUS_COLUMNS], lines))
@@ -203,6 +217,7 @@ class FleetLine:
     "--timeout", type=click.FloatRange(min=1), help="Seconds before one repack is stopped (default: 20x est.)."
 )
 @quiet_option
+@verbose_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run's summary as JSON.")
 @click.pass_context
 @guarded
@@ -222,6 +237,7 @@ def repack_cmd(
     batch_seconds: float,
     timeout: float | None,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     """Repack the repositories at or under PATHS (and --from FILE) worth it, on a Dask
@@ -232,7 +248,9 @@ def repack_cmd(
         raise click.UsageError("name repositories or roots to search, or --from FILE", ctx)
     if results_file is not None and resume_file is not None and results_file != resume_file:
         raise click.UsageError("--resume FILE appends to FILE: drop --results or name the same file", ctx)
-    line = FleetLine() if not quiet and sys.stderr.isatty() else None
+    quiet_or_verbose(quiet, verbose)
+    named_paths_exist(paths)
+    line = FleetLine() if verbose or (not quiet and sys.stderr.isatty()) else None
 
     def announce(address: str) -> None:
         if not quiet:
@@ -262,7 +280,7 @@ def repack_cmd(
     for problem in run.problems:
         warn(problem)
     if as_json:
-        print_json(run)
+        print_json(run, "fleet.repack")
     elif not quiet:
         click.echo(
             f"{run.done} repacked, {run.failed} failed, {run.skipped} skipped"
@@ -278,17 +296,27 @@ def repack_cmd(
 @click.argument("results", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), help="Draw it in FILE.png.")
 @click.option("--json", "as_json", is_flag=True, help="Print the sums as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the failures, one line each (nothing if none failed).")
+@click.option("-v", "--verbose", is_flag=True, help="Print each repository's line below the sums.")
+@click.pass_context
 @guarded
-def report_cmd(results: Path, plot_file: Path | None, as_json: bool) -> None:
+def report_cmd(
+    ctx: click.Context, results: Path, plot_file: Path | None, as_json: bool, quiet: bool, verbose: bool
+) -> None:
     """Sum up a fleet run's RESULTS: repositories repacked, failed and skipped, bytes before
     and after, hours spent, predicted locality before and after."""
     from packorder.fleet.summary import plot, report
 
+    quiet_or_verbose(quiet, verbose)
     summary = report(results)
     if plot_file is not None:
         plot(results, plot_file)
     if as_json:
-        print_json(summary)
+        print_json(summary, "fleet.report")
+        return
+    if quiet:
+        for path, error in summary.errors.items():
+            click.echo(f"failed: {path}: {error}")
         return
     saved = summary.bytes_before - summary.bytes_after
     rows = [
@@ -304,5 +332,29 @@ def report_cmd(results: Path, plot_file: Path | None, as_json: bool) -> None:
         ["predicted share after", _share(summary.share_after)],
     ]
     click.echo(table(["", "fleet"], rows))
+    if verbose:
+        click.echo()
+        click.echo(table(["repository", "status", "before", "after", "seconds", "why"], repository_rows(results)))
+        return
     for path, error in summary.errors.items():
         click.echo(f"failed: {path}: {error}")
+
+
+def repository_rows(results: Path) -> list[list[str]]:
+    """fleet report -v: each repository's last record, in the order of the results file."""
+    from packorder.fleet import results as results_mod
+
+    rows = []
+    for path, r in results_mod.latest(results_mod.read(results)).items():
+        done = r["status"] == results_mod.DONE
+        rows.append(
+            [
+                path,
+                r["status"],
+                human_size(r.get("bytes_before") or 0) if r.get("bytes_before") is not None else "-",
+                human_size(r.get("bytes_after") or 0) if done and r.get("bytes_after") is not None else "-",
+                f"{r['seconds']:.1f}" if r.get("seconds") is not None else "-",
+                r.get("error") or r.get("reason") or "",
+            ]
+        )
+    return rows

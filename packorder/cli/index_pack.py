@@ -12,10 +12,11 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, NoReturn
+from typing import BinaryIO
 
 from packorder import progress as progress_mod
-from packorder.cli.base import guarded, print_json, size_argument, stop_on_termination, usage_error
+from packorder.cli.base import guarded, print_json, quiet_or_verbose, size_argument, stop_on_termination
+from packorder.cli.plain_parser import PlainParser
 from packorder.errors import UsageError
 
 DESCRIPTION = "Build the .idx and .rev of PACK, byte-identical to `git index-pack`."
@@ -67,53 +68,52 @@ class _MsgTypes(argparse.Action):
             namespace.fsck_msg_types = [*getattr(namespace, "fsck_msg_types", []), values]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with Git's answer to a bad command line (`error: ...`, the usage, 129)."""
-
-    def error(self, message: str) -> NoReturn:
-        usage_error(message, self.format_help())
+# Git's spelling: a bare --keep takes no message (`--keep PACK` must not eat the pack).
+OPTIONAL_VALUE = ("--keep", "--promisor", "--strict", "--fsck-objects")
 
 
-def parser(prog: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=prog, description=DESCRIPTION, allow_abbrev=False)
+def parser(prog: str) -> PlainParser:
+    p = PlainParser(prog=prog, description=DESCRIPTION, allow_abbrev=False, optional_value=OPTIONAL_VALUE)
     p.add_argument("pack", nargs="?", type=Path, metavar="PACK")
-    p.add_argument("-o", dest="output", type=Path, metavar="FILE", help="write the index to FILE")
+    p.add_argument("-o", dest="output", type=Path, metavar="FILE", help="Write the index to FILE.")
     p.add_argument(
-        "--stdin", dest="from_stdin", action="store_true", help="read the pack from standard input into the repository"
+        "--stdin", dest="from_stdin", action="store_true", help="Read the pack from standard input into the repository."
     )
     p.add_argument(
-        "--fix-thin", action="store_true", help="complete a thin pack with bases from the repository (--stdin)"
+        "--fix-thin", action="store_true", help="Complete a thin pack with bases from the repository (--stdin)."
     )
     p.add_argument(
-        "--keep", metavar="MSG", help="write the pack's .keep file, with MSG in it if given (--keep or --keep=MSG)"
+        "--keep", metavar="MSG", help="Write the pack's .keep file, with MSG in it if given (--keep or --keep=MSG)."
     )
     p.add_argument(
-        "--promisor", metavar="MSG", help="write the stored pack's .promisor, with MSG in it if given (--stdin)"
+        "--promisor", metavar="MSG", help="Write the stored pack's .promisor, with MSG in it if given (--stdin)."
     )
     p.add_argument(
         "--pack_header",
         metavar="VERSION,OBJECTS",
-        help="the pack's header, read from standard input already by the caller (--stdin)",
+        help="The pack's header, read from standard input already by the caller (--stdin).",
     )
-    p.add_argument("--max-input-size", type=_bytes, metavar="BYTES", help="fail a pack larger than BYTES (0: no limit)")
+    p.add_argument(
+        "--max-input-size", type=_bytes, metavar="BYTES", help="Fail a pack larger than BYTES (0: no limit)."
+    )
     p.add_argument(
         "--object-format",
         metavar="HASH",
-        help="the hash of the pack's object names (sha1 or sha256; default: the repository's)",
+        help="The hash of the pack's object names (sha1 or sha256; default: the repository's).",
     )
     p.add_argument(
         "--report-end-of-input",
         action="store_true",
-        help="write a NUL byte to standard error once the whole pack is read",
+        help="Write a NUL byte to standard error once the whole pack is read.",
     )
-    p.add_argument("--progress-title", metavar="TITLE", help="the title of the first phase's progress")
+    p.add_argument("--progress-title", metavar="TITLE", help="The title of the first phase's progress.")
     p.add_argument(
         "--strict",
         action=_MsgTypes,
         nargs="?",
         default=False,
         metavar="MSG-ID=SEVERITY,...",
-        help="check every object as Git's fsck does, and that all it links to is there (--strict or --strict=TYPES)",
+        help="Check every object as Git's fsck does, and that all it links to is there (--strict or --strict=TYPES).",
     )
     p.add_argument(
         "--fsck-objects",
@@ -121,67 +121,68 @@ def parser(prog: str) -> argparse.ArgumentParser:
         nargs="?",
         default=False,
         metavar="MSG-ID=SEVERITY,...",
-        help="check every object as Git's fsck does (--fsck-objects or --fsck-objects=TYPES)",
+        help="Check every object as Git's fsck does (--fsck-objects or --fsck-objects=TYPES).",
     )
     p.add_argument(
         "--check-self-contained-and-connected",
         action="store_true",
-        help="check that all objects linked to are there; exit 1 if some are outside the pack",
+        help="Check that all objects linked to are there; exit 1 if some are outside the pack.",
     )
     p.add_argument(
-        "--verify", action="store_true", help="check that the existing index matches the pack; write nothing"
+        "--verify", action="store_true", help="Check that the existing index matches the pack; write nothing."
     )
     p.add_argument(
         "--verify-stat",
         dest="stat",
         action="store_const",
         const="all",
-        help="--verify, and list every object and the delta chain lengths (as `git verify-pack -v`)",
+        help="--verify, and list every object and the delta chain lengths (as `git verify-pack -v`).",
     )
     p.add_argument(
         "--verify-stat-only",
         dest="stat",
         action="store_const",
         const="only",
-        help="--verify, and list the delta chain lengths (as `git verify-pack -s`)",
+        help="--verify, and list the delta chain lengths (as `git verify-pack -s`).",
     )
     p.add_argument(
-        "--index-version", type=_index_version, metavar="V[,OFFSET]", help="index version 1 or 2 (default 2)"
+        "--index-version", type=_index_version, metavar="V[,OFFSET]", help="Index version 1 or 2 (default 2)."
     )
     p.add_argument(
         "--rev-index",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="write a .rev too (default: pack.writeReverseIndex)",
+        help="Write a .rev too (default: pack.writeReverseIndex).",
     )
-    p.add_argument("--threads", type=_threads, metavar="N", help="threads (default: all cores)")
+    p.add_argument("--threads", type=_threads, metavar="N", help="Threads (default: all cores).")
     p.add_argument(
-        "--max-memory", type=_size, metavar="SIZE", help="budget for kept delta bases (default: 96m per thread)"
+        "--max-memory", type=_size, metavar="SIZE", help="Budget for kept delta bases (default: 96m per thread)."
     )
-    p.add_argument("--no-collision-detection", action="store_true", help="plain SHA-1 (faster, unsafe against attacks)")
+    p.add_argument(
+        "--no-collision-detection", action="store_true", help="Plain SHA-1 (faster, unsafe against attacks)."
+    )
     p.add_argument(
         "--repo",
         type=Path,
         metavar="DIR",
-        help="the repository (--stdin stores the pack there; objects it has are checked against the pack's)",
+        help="The repository (--stdin stores the pack there; objects it has are checked against the pack's).",
     )
     p.add_argument(
-        "-v", "--verbose", dest="verbose", action="store_true", help="show progress even when stderr is not a terminal"
+        "-v", "--verbose", dest="verbose", action="store_true", help="Show progress even when stderr is not a terminal."
     )
-    p.add_argument("-q", "--quiet", dest="quiet", action="store_true", help="no progress")
+    p.add_argument("-q", "--quiet", dest="quiet", action="store_true", help="No progress.")
     p.add_argument(
-        "--json", dest="as_json", action="store_true", help="print counts, sizes, times and peak memory as JSON"
+        "--json", dest="as_json", action="store_true", help="Print counts, sizes, times and peak memory as JSON."
     )
     return p
 
 
 def main(argv: list[str], prog: str = "packorder index-pack") -> None:
-    # Git's spelling: a bare --keep takes no message (`--keep PACK` must not eat the pack).
-    argv = [f"{a}=" if a in ("--keep", "--promisor", "--strict", "--fsck-objects") else a for a in argv]
+    argv = [f"{a}=" if a in OPTIONAL_VALUE else a for a in argv]
     stop_on_termination()
     parse = parser(prog)
     args = parse.parse_args(argv)
-    guarded(_run, usage=parse.format_help)(args)
+    guarded(_run, usage=parse.usage_text)(args)
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -190,6 +191,7 @@ def _run(args: argparse.Namespace) -> None:
     from packorder.indexer.index_pack import index_pack
 
     _native.tune_allocator()
+    quiet_or_verbose(args.quiet, args.verbose)
     version, off32 = args.index_version or (None, None)
     if args.from_stdin and args.pack is not None:
         raise UsageError("--stdin takes no pack argument")
@@ -228,7 +230,7 @@ def _run(args: argparse.Namespace) -> None:
     for line in result.pack_info or ():
         print(line)
     if args.as_json:
-        print_json(result)
+        print_json(result, "index-pack")
     elif args.from_stdin:
         print(f"{'keep' if result.keep else 'pack'}\t{result.checksum}")
         # As Git (mimicking unpack-objects): what it read past the pack goes on to stdout.

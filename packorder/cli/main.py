@@ -6,6 +6,7 @@ and the usage for bad usage).
 from __future__ import annotations
 
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,12 @@ from packorder.cli.base import (
     command_usage,
     fail,
     guarded,
+    option_needs_value,
+    option_takes_no_value,
     parse_size,
     print_json,
     stop_on_termination,
+    unknown_option,
     usage_error,
     warn,
 )
@@ -36,22 +40,58 @@ from packorder.settings import VERIFY_MODES
 from packorder.units import human_size
 
 
+def _git_message(e: click.UsageError) -> str:
+    """Git's words for what click refused, where Git has its own (click's suggestion of a
+    similar option goes: `--bogus` is not a misspelt `--verbose`)."""
+    if isinstance(e, click.NoSuchOption):
+        return unknown_option(e.option_name)
+    if isinstance(e, click.BadOptionUsage) and e.message.endswith("requires an argument."):
+        return option_needs_value(e.option_name)
+    if isinstance(e, click.BadOptionUsage) and e.message.endswith("does not take a value."):
+        return option_takes_no_value(e.option_name)
+    return e.format_message()
+
+
+def _parsing_context(e: BaseException) -> click.Context | None:
+    """The context of the command whose options click's parser refused (it raises a missing
+    value without one): the last frame that had it, for the usage Git prints below."""
+    found = None
+    for frame, _ in traceback.walk_tb(e.__traceback__):
+        ctx = frame.f_locals.get("ctx")
+        if isinstance(ctx, click.Context):
+            found = ctx
+    return found
+
+
 class _Commands(click.Group):
     """Git's answers for every command: a bad command line is `error: ...` with the usage and
     status 129 (click's own is `Error: ...` and 2); an interrupt is `fatal: interrupted` and
-    130 (click's is "Aborted!" and 1), while arguments are parsed or while a command runs."""
+    130 (click's is "Aborted!" and 1), while arguments are parsed or while a command runs; no
+    command at all prints the usage on stdout, and an unknown one is one line, both status 1
+    (`git` alone, `git bogus`)."""
 
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
         stop_on_termination()
         try:
             status = super().main(args=args, prog_name=prog_name, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:
+            click.echo(e.ctx.get_help() if e.ctx is not None else e.format_message())
+            sys.exit(1)
         except click.UsageError as e:
-            usage_error(e.format_message(), command_usage(e.ctx) if e.ctx is not None else None)
+            ctx = e.ctx or _parsing_context(e)
+            usage_error(_git_message(e), command_usage(ctx) if ctx is not None else None)
         except click.ClickException as e:
             fail(e.format_message())
         except click.Abort:
             fail("interrupted", INTERRUPTED)
         sys.exit(status if isinstance(status, int) else 0)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        if args and self.get_command(ctx, args[0]) is None and not args[0].startswith("-"):
+            prog = ctx.command_path
+            sys.stderr.write(f"{prog}: '{args[0]}' is not a {prog} command. See '{prog} --help'.\n")
+            sys.exit(1)
+        return super().resolve_command(ctx, args)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:
@@ -156,7 +196,7 @@ def gc_cmd(
 
     if no_prune and prune != CONFIGURED:
         raise click.UsageError("--prune and --no-prune cannot be used together", ctx)
-    show = progress_of(ctx, quiet, verbose)
+    show = progress_of(quiet, verbose)
     notices = Notes(verbose=verbose, quiet=quiet, held=False)  # Git's "Auto packing ...": with -v
     with progress_mod.closing_line(show):
         result = gc(
@@ -175,7 +215,7 @@ def gc_cmd(
             log=notices,
         )
     if as_json:
-        print_json(result)
+        print_json(result, "gc")
     elif not quiet and result.ran:
         click.echo(f"ran: {', '.join(result.steps)}")
         if result.repack is not None:
@@ -218,7 +258,7 @@ def sample_cmd(
     from packorder.experiments.monorepo_sample import DEFAULT_RELEASES, monorepo
     from packorder.experiments.sample_repository import DEFAULT_COMMITS, sample
 
-    show = progress_of(ctx, quiet, verbose)
+    show = progress_of(quiet, verbose)
     with progress_mod.closing_line(show):
         if shape == "monorepo":
             releases = DEFAULT_RELEASES if commits is None else commits - 1
@@ -228,7 +268,7 @@ def sample_cmd(
                 directory, commits=DEFAULT_COMMITS if commits is None else commits, seed=seed, progress=show
             )
     if as_json:
-        print_json(result)
+        print_json(result, "sample")
     elif not quiet:
 
         def count(n: int, noun: str, plural: str) -> str:

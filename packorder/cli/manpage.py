@@ -39,7 +39,7 @@ def _help_texts() -> list[tuple[str, str]]:
         out.append(("packorder", main.get_help(ctx)))
         for name in sorted(main.commands):
             if name == "index-pack":
-                # argparse wraps to $COLUMNS: the page must not depend on the terminal.
+                # index-pack's help (cli/plain_parser.py) wraps to $COLUMNS: the page must not depend on the terminal.
                 columns = os.environ.get("COLUMNS")
                 os.environ["COLUMNS"] = "80"
                 try:

@@ -3,9 +3,12 @@ cli/main.py): quiet and verbose, the progress line they choose, the list of orde
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from packorder import progress as progress_mod
+from packorder.cli.base import quiet_or_verbose
 from packorder.orders.catalog import CATALOG
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -19,8 +22,17 @@ verbose_option = click.option(
 )
 
 
-def progress_of(ctx: click.Context, quiet: bool, verbose: bool) -> progress_mod.ProgressCallback | None:
+class Subcommands(click.Group):
+    """A command's subcommands (`fleet status|repack|report`): an unknown one is refused as
+    Git refuses one, with the usage and status 129."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
+            raise click.UsageError(f"unknown subcommand: `{args[0]}'", ctx)
+        return super().resolve_command(ctx, args)
+
+
+def progress_of(quiet: bool, verbose: bool) -> progress_mod.ProgressCallback | None:
     """The progress line -q and -v ask for (refused together)."""
-    if quiet and verbose:
-        raise click.UsageError("-q and -v cannot be used together", ctx)
+    quiet_or_verbose(quiet, verbose)
     return progress_mod.auto(quiet=quiet, force=verbose)

@@ -155,8 +155,7 @@ def repack_cmd(ctx: click.Context, repo: Path | None, **opts: Any) -> None:
     """Rewrite REPO's reachable objects into one pack ordered for locality, its unreachable
     ones into a cruft pack; with -g, roll up only the small packs, in the same order, and
     leave the ordered pack alone."""
-    show = progress_of(ctx, opts["quiet"], opts["verbose"])
-    _warn_not_applied(opts)
+    show = progress_of(opts["quiet"], opts["verbose"])
     if opts["keep_unreachable"] and opts["cruft_expiration"] is not None:
         raise click.UsageError("options '-k/--keep-unreachable' and '--cruft-expiration' cannot be used together", ctx)
     if opts["keep_unreachable"] and opts["loosen"]:
@@ -171,11 +170,17 @@ def repack_cmd(ctx: click.Context, repo: Path | None, **opts: Any) -> None:
             )
         if opts["output_dir"] is not None:
             raise click.UsageError("-o DIR writes a whole repository's packs: it does not go with --geometric", ctx)
+        _warn_not_applied(opts)
         result = _geometric(repo, opts, midx, show)
     else:
-        result = _full(ctx, repo, opts, midx, show)
+        if opts["output_dir"] is not None and opts["write_bitmap"]:
+            raise click.UsageError(
+                "-o DIR writes no bitmap (a bitmap belongs beside the repository's packs): drop -b", ctx
+            )
+        _warn_not_applied(opts)  # after the refusals: a refused command line is its one error
+        result = _full(repo, opts, midx, show)
     if opts["as_json"]:
-        print_json(result)
+        print_json(result, "repack")
     elif not opts["quiet"]:
         click.echo("\n".join(repack_summary(result)))
 
@@ -219,13 +224,11 @@ def _geometric(repo: Path | None, opts: dict[str, Any], midx: str | None, show: 
         return repack(repo, geometric=opts["geometric"], delete=opts["delete"], **_shared(opts, midx, show))
 
 
-def _full(ctx: click.Context, repo: Path | None, opts: dict[str, Any], midx: str | None, show: Any) -> Any:
+def _full(repo: Path | None, opts: dict[str, Any], midx: str | None, show: Any) -> Any:
     from packorder.cli import early_walk
     from packorder.repacking import snapshot
 
     output_dir, write_bitmap, order = opts["output_dir"], opts["write_bitmap"], opts["order"]
-    if output_dir is not None and write_bitmap:
-        raise click.UsageError("-o DIR writes no bitmap (a bitmap belongs beside the repository's packs): drop -b", ctx)
     cruft_size = parse_size(opts["max_cruft_size"]) or None  # 0: no limit, as in Git
     combine_below = parse_size(opts["combine_cruft_below_size"])
     # Git's spelling (-a, -A) removes the packs replaced only with -d; packorder's own

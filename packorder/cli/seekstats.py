@@ -68,8 +68,8 @@ class SeekCommand(click.Command):
     "--workload",
     default="log",
     show_default=True,
-    metavar="NAME [PATH]",
-    help=f"{usage()}.",
+    metavar="NAME[:PATH]",
+    help=f"{usage()}; or NAME:PATH, as experiment -w takes it.",
 )
 @click.option("--path", "path", metavar="PATH",
               help=f"The PATH of {', '.join(TAKES_PATH)} (default: chosen from history).")  # fmt: skip
@@ -122,19 +122,23 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli.base import Notes, parse_size, print_json, warn
-    from packorder.errors import UsageError
+    from packorder.cli.base import Notes, parse_size, print_json, quiet_or_verbose, warn
+    from packorder.errors import PackError, UsageError
     from packorder.gitcmd import find_git_dir
     from packorder.names import names
     from packorder.seek import api, report, workloads
 
+    quiet_or_verbose(quiet, verbose)
     if as_json and as_csv:
         raise UsageError("--json and --csv cannot be used together")
     if workload == "custom" and not git_args:
         raise UsageError("the custom workload needs git arguments after '--', e.g. custom -- log --all")
     if git_args and workload != "custom":
         raise UsageError(f"git arguments after '--' are for the custom workload, not {workload}")
-    spec = workloads.spec(workload, path, tuple(git_args))
+    if plot is not None and not plot.resolve().parent.is_dir():
+        # Before the workload runs, not after its minutes: the one line is the failure.
+        raise PackError(f"cannot write {plot}: {plot.parent}: no such directory")
+    spec = workloads.parse(workload, path, tuple(git_args))  # NAME:PATH as experiment -w takes it
     repos = [repo, *compare]
     git_dirs = [find_git_dir(r) for r in repos]
     spec, choice = workloads.resolve(spec, git_dirs[0])
@@ -178,7 +182,7 @@ def _run(
         if plot is not None:
             simreport.plot(results, simulation, plot)
         if as_json:
-            print_json({"measured": results, "simulated": simulation.simulated})
+            print_json({"measured": results, "simulated": simulation.simulated}, "seekstats")
         elif as_csv:
             click.echo(simreport.csv_text(results, simulation), nl=False)
         else:
@@ -190,7 +194,7 @@ def _run(
         plotted = "expanded" if results[0].view("expanded") is not None else "raw"
         plot_cdf(results, plotted, plot)
     if as_json:
-        print_json(results)
+        print_json(results, "seekstats")
     elif as_csv:
         click.echo(report.csv_text(results), nl=False)
     else:

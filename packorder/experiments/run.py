@@ -250,7 +250,7 @@ def experiment(
     and `simulate` are sequences of names or comma-separated strings. Returns what was
     measured; raises PackError subclasses. `cold_iops`: cold runs may send that many read
     requests a second to the disk (a slow disk, on a machine whose disk is cached by its
-    host; Linux, root, cgroup v1 blkio). `note` receives one-line messages (chosen paths,
+    host; Linux, root, cgroup v2 io or v1 blkio). `note` receives one-line messages (chosen paths,
     steps); `command` is quoted in the report."""
     from packorder.format.object_format import named
     from packorder.gitcmd import find_git_dir, read_config

@@ -53,7 +53,8 @@ def repack_one(
         return record
     record["packs_before"], record["bytes_before"] = footprint(path)
     _await_reaping(path)
-    # -P: the package installed, never a `packorder/` folder of the working directory.
+    # -P: the package installed, never a `packorder/` folder of the working directory. Not -I,
+    # which would also drop PYTHONPATH and the user's site-packages, where packorder may be.
     argv = [sys.executable, "-P", "-m", "packorder", "repack", "--json", "--order", order, *extra_args, git_dir]
     started = time.perf_counter()
     child = subprocess.Popen(

@@ -27,7 +27,7 @@ _NO_COMMAND = {"--exec-path", "--version", "--help", "--html-path", "--man-path"
 # A shell fast path: most git calls have no `index-pack` in them and go to Git at once.
 _WRAPPER = """#!/bin/sh
 for a in "$@"; do
-\tif test "$a" = index-pack; then exec "{python}" -m packorder.indexer.route "{git}" "$@"; fi
+\tif test "$a" = index-pack; then exec "{python}" -P -m packorder.indexer.route "{git}" "$@"; fi
 done
 exec "{git}" "$@"
 """
@@ -90,7 +90,9 @@ def main(argv: list[str]) -> None:
     if log:
         with open(log, "a") as f:
             f.write(" ".join(args[i:]) + "\n")
-    os.execve(sys.executable, [sys.executable, "-m", "packorder", *args[i:]], env)
+    # -P: Git runs index-pack in the work tree, which may be a checkout of packorder's source;
+    # its `packorder/` folder is not the package installed.
+    os.execve(sys.executable, [sys.executable, "-P", "-m", "packorder", *args[i:]], env)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from packorder.jsonable import csv_cell
 from packorder.seek.analyze import size_label
 from packorder.seek.result import SeekResult, ViewStats
 from packorder.seek.stats import PERCENTILES
@@ -87,8 +88,7 @@ def csv_row(label: str, kind: str, workload: str, command: str, v: ViewStats, pa
     return (
         [label, kind, workload, command, v.view, v.accesses, v.seeks]
         + [pct.get(f"{p:g}", "") for p in PERCENTILES]
-        + [v.threshold, "" if v.below_threshold is None else repr(v.below_threshold), v.near]
-        + ["" if v.near_read is None else repr(v.near_read), pack_bytes]
+        + [v.threshold, v.below_threshold, v.near, v.near_read, pack_bytes]
     )
 
 
@@ -96,5 +96,5 @@ def csv_text(rows: Sequence[Sequence[object]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_FIELDS)
-    writer.writerows(rows)
+    writer.writerows([csv_cell(c) for c in row] for row in rows)
     return out.getvalue()

@@ -11,6 +11,7 @@ import csv
 import io
 from collections.abc import Sequence
 
+from packorder.jsonable import csv_cell
 from packorder.seek.analyze import size_label
 from packorder.seek.result import SeekResult, ViewStats
 from packorder.seek.stats import PERCENTILES
@@ -100,14 +101,10 @@ def csv_text(results: Sequence[SeekResult]) -> str:
     for r in results:
         for v in r.views:
             pct = v.percentiles or {}
-            writer.writerow(
+            row = (
                 [str(r.repository), r.label, r.workload.name, r.workload.describe(), v.view, v.accesses, v.seeks]
                 + [pct.get(f"{p:g}", "") for p in PERCENTILES]
-                + [v.threshold, _blank(v.below_threshold), v.near, _blank(v.near_read)]
-                + [_blank(r.seconds), _blank(r.cold_seconds), _blank(r.warm_seconds)]
+                + [v.threshold, v.below_threshold, v.near, v.near_read, r.seconds, r.cold_seconds, r.warm_seconds]
             )
+            writer.writerow([csv_cell(c) for c in row])
     return out.getvalue()
-
-
-def _blank(x: float | None) -> str:
-    return "" if x is None else repr(x)

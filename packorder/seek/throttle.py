@@ -1,5 +1,5 @@
 """Cold runs on a slow disk: a workload's reads from the disk limited to N requests a second,
-with the cgroup v1 `blkio` throttle.
+with the cgroup v2 `io` controller (`io.max`, `riops=N`) or the cgroup v1 `blkio` throttle.
 
 Dropping a pack from the page cache is not enough to make a cold run cost what it would on a
 real disk when the disk is itself cached: on a VM whose host caches its image (this project's
@@ -8,8 +8,9 @@ in cold time. Limiting the reads per second makes every request the kernel sends
 cost what it costs on a slow device, so a layout that reads fewer, longer stretches (the
 kernel reads ahead around each request) shows it in wall time.
 
-Linux only, as root, with a blkio hierarchy mounted (cgroup v1); anything else is one clear
-error before the experiment starts.
+Linux only, as root, with a cgroup v2 hierarchy whose top enables `io` for its children, or a
+cgroup v1 `blkio` hierarchy (a hybrid machine has `io` bound to v1); anything else is one
+clear error before the experiment starts.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import contextlib
 import errno
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from packorder.errors import UsageError
@@ -25,16 +27,74 @@ from packorder.errors import UsageError
 WHAT = "--cold-iops"
 
 
-def _blkio_mount(mounts: Path = Path("/proc/mounts")) -> Path:
+@dataclass(frozen=True)
+class Hierarchy:
+    """The cgroup hierarchy the limit's cgroup is made in (at its top), and its version."""
+
+    root: Path
+    version: int  # 2: the io controller, 1: blkio
+
+    def limit_file(self, device: str, iops: int) -> tuple[str, str]:
+        """The file of a cgroup that limits its reads from `device`, and what to write there."""
+        if self.version == 2:
+            return "io.max", f"{device} riops={iops}\n"
+        return "blkio.throttle.read_iops_device", f"{device} {iops}\n"
+
+    def reads(self, group: Path, device: str) -> int:
+        """Read requests the members of `group` have sent to `device` so far."""
+        if self.version == 2:
+            # io.stat: `MAJ:MIN rbytes=N wbytes=N rios=N wios=N ...`
+            for line in (group / "io.stat").read_text().splitlines():
+                fields = line.split()
+                if fields and fields[0] == device:
+                    counts = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+                    return int(counts.get("rios", 0))
+            return 0
+        for line in (group / "blkio.throttle.io_serviced").read_text().splitlines():
+            fields = line.split()
+            if len(fields) == 3 and fields[0] == device and fields[1] == "Read":
+                return int(fields[2])
+        return 0
+
+    def own_group(self, own: Path = Path("/proc/self/cgroup")) -> Path:
+        """This process's cgroup in the hierarchy."""
+        for line in own.read_text().splitlines():
+            number, controllers, where = line.split(":", 2)
+            v2 = number == "0" and controllers == ""
+            if (self.version == 2 and v2) or (self.version == 1 and "blkio" in controllers.split(",")):
+                return self.root / where.lstrip("/")
+        return self.root
+
+
+def _words(path: Path) -> list[str]:
+    try:
+        return path.read_text().split()
+    except OSError:
+        return []
+
+
+def find_hierarchy(mounts: Path = Path("/proc/mounts")) -> Hierarchy:
+    """cgroup v2 where its top offers the io controller (a unified machine; on a hybrid one
+    the v1 blkio hierarchy has the disks), else cgroup v1's blkio; else one clear error."""
     try:
         lines = mounts.read_text().splitlines()
     except OSError:
         lines = []
-    for line in lines:
-        fields = line.split()
-        if len(fields) >= 4 and fields[2] == "cgroup" and "blkio" in fields[3].split(","):
-            return Path(fields[1])
-    raise UsageError(f"{WHAT} needs a cgroup v1 blkio hierarchy (Linux), and none is mounted")
+    entries = [fields for fields in (line.split() for line in lines) if len(fields) >= 4]
+    for _, mount, kind, _options, *_ in entries:
+        if kind == "cgroup2" and "io" in _words(Path(mount) / "cgroup.controllers"):
+            if "io" not in _words(Path(mount) / "cgroup.subtree_control"):
+                raise UsageError(
+                    f"{WHAT}: the io controller is not enabled for the cgroups under {mount} "
+                    f"(as root: echo +io > {mount}/cgroup.subtree_control)"
+                )
+            return Hierarchy(Path(mount), 2)
+    for _, mount, kind, options, *_ in entries:
+        if kind == "cgroup" and "blkio" in options.split(","):
+            return Hierarchy(Path(mount), 1)
+    raise UsageError(
+        f"{WHAT} needs cgroup v2 with the io controller or a cgroup v1 blkio hierarchy (Linux), and neither is mounted"
+    )
 
 
 def block_device(path: Path) -> str:
@@ -53,26 +113,22 @@ def block_device(path: Path) -> str:
     return f"{major}:{minor}"
 
 
-def _own_group(hierarchy: Path) -> Path:
-    """This process's blkio cgroup directory."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, where = line.split(":", 2)
-        if "blkio" in controllers.split(","):
-            return hierarchy / where.lstrip("/")
-    return hierarchy
-
-
 def check(path: Path, iops: int) -> tuple[str, Path]:
-    """The disk holding `path` (or the nearest existing parent) and the blkio hierarchy, or one
-    clear error, before anything is made."""
+    """The disk holding `path` (or the nearest existing parent) and the top of the cgroup
+    hierarchy the limit is made in, or one clear error, before anything is made."""
+    device, hierarchy = _checked(path, iops)
+    return device, hierarchy.root
+
+
+def _checked(path: Path, iops: int) -> tuple[str, Hierarchy]:
     if iops <= 0:
         raise UsageError(f"{WHAT} takes a positive number of reads a second")
     while not path.exists() and path.parent != path:
         path = path.parent
     device = block_device(path)
-    hierarchy = _blkio_mount()
-    if not os.access(hierarchy, os.W_OK):
-        raise UsageError(f"{WHAT}: cannot make a cgroup under {hierarchy} (it needs root)")
+    hierarchy = find_hierarchy()
+    if not os.access(hierarchy.root, os.W_OK):
+        raise UsageError(f"{WHAT}: cannot make a cgroup under {hierarchy.root} (it needs root)")
     return device, hierarchy
 
 
@@ -83,15 +139,16 @@ class ReadLimit:
 
     def __init__(self, path: Path, iops: int) -> None:
         self.iops = iops
-        self.device, hierarchy = check(path, iops)
-        self.home = _own_group(hierarchy)
-        self.group = hierarchy / f"packorder-{os.getpid()}"
+        self.device, self.hierarchy = _checked(path, iops)
+        self.home = self.hierarchy.own_group()
+        self.group = self.hierarchy.root / f"packorder-{os.getpid()}"
         try:
             self.group.mkdir(exist_ok=True)
         except OSError as e:
             raise UsageError(f"{WHAT}: cannot make the cgroup {self.group} ({e.strerror}; it needs root)") from None
+        name, line = self.hierarchy.limit_file(self.device, iops)
         try:
-            (self.group / "blkio.throttle.read_iops_device").write_text(f"{self.device} {iops}\n")
+            (self.group / name).write_text(line)
         except OSError as e:
             self.close()
             raise UsageError(f"{WHAT}: cannot limit the reads of disk {self.device} ({e.strerror})") from None
@@ -109,12 +166,7 @@ class ReadLimit:
 
     def reads(self) -> int:
         """Read requests this cgroup's members have sent to the disk so far."""
-        text = (self.group / "blkio.throttle.io_serviced").read_text()
-        for line in text.splitlines():
-            fields = line.split()
-            if len(fields) == 3 and fields[0] == self.device and fields[1] == "Read":
-                return int(fields[2])
-        return 0
+        return self.hierarchy.reads(self.group, self.device)
 
     def close(self) -> None:
         try:
