@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from packorder.experiments.result import ExperimentResult
+    from packorder.experiments.experiment_result import ExperimentResult
     from packorder.experiments.run import experiment
     from packorder.experiments.sample_repository import SampleResult, sample
     from packorder.indexer.index_pack import IndexResult, index_pack
@@ -58,8 +58,8 @@ if TYPE_CHECKING:
     from packorder.repacking.pipeline import repack
     from packorder.repacking.repack_result import RepackResult
     from packorder.seek.api import seekstats
-    from packorder.seek.catalog import WorkloadSpec
-    from packorder.seek.result import SeekResult, ViewStats
+    from packorder.seek.seek_result import SeekResult, ViewStats
+    from packorder.seek.workload_catalog import WorkloadSpec
 
 # Imported on first use: `packorder index-pack` must not pay for numpy or plotting. (The
 # modules are not named like the functions: importing packorder.repack would rebind
@@ -72,14 +72,14 @@ _LAZY = {
     "sample": "packorder.experiments.sample_repository",
     "seekstats": "packorder.seek.api",
     "CONFIGURED": "packorder.repacking.maintenance",
-    "ExperimentResult": "packorder.experiments.result",
+    "ExperimentResult": "packorder.experiments.experiment_result",
     "GcResult": "packorder.repacking.maintenance",
     "IndexResult": "packorder.indexer.index_pack",
     "RepackResult": "packorder.repacking.repack_result",
     "SampleResult": "packorder.experiments.sample_repository",
-    "SeekResult": "packorder.seek.result",
-    "ViewStats": "packorder.seek.result",
-    "WorkloadSpec": "packorder.seek.catalog",
+    "SeekResult": "packorder.seek.seek_result",
+    "ViewStats": "packorder.seek.seek_result",
+    "WorkloadSpec": "packorder.seek.workload_catalog",
 }
 
 

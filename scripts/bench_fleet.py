@@ -155,7 +155,7 @@ def bench_repack(root: Path, n: int, workers: int) -> None:
     from distributed import Client, LocalCluster
 
     from packorder.fleet import cluster
-    from packorder.fleet import results as results_mod
+    from packorder.fleet import run_record as results_mod
 
     repos = fleet_of(root / "repack", n, 100_000)
     total = sum(sum(f.stat().st_size for f in (p / "objects").rglob("*") if f.is_file()) for p in repos)

@@ -21,10 +21,10 @@ import sys
 from packorder.cli.base import parse_size
 from packorder.seek.analyze import entry_ranges
 from packorder.seek.api import measure
-from packorder.seek.catalog import CATALOG
 from packorder.seek.coldreads import disk_reads
 from packorder.seek.expand import expand
 from packorder.seek.simulator import plan, relay, simulate_views
+from packorder.seek.workload_catalog import CATALOG
 
 
 def main() -> int:

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from gitrepo import Repo, build_history, git
+from helpers.gitrepo import Repo, build_history, git
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import build_history, git, git_env
+from helpers.gitrepo import build_history, git, git_env
 
 DAMAGED = [
     "loose-header",

@@ -10,10 +10,10 @@ import pytest
 
 from packorder.orders.catalog import CATALOG as ORDER_CATALOG
 from packorder.orders.catalog import HISTORY_FACTS, history_needs
-from packorder.orders.registry import ORDERS
+from packorder.orders.functions import ORDERS
 from packorder.repacking import writer
-from packorder.seek.catalog import CATALOG as WORKLOAD_CATALOG
-from packorder.seek.catalog import WorkloadSpec
+from packorder.seek.workload_catalog import CATALOG as WORKLOAD_CATALOG
+from packorder.seek.workload_catalog import WorkloadSpec
 from packorder.settings import VERIFY_MODES
 
 

@@ -10,7 +10,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from gitrepo import build_history
+from helpers.gitrepo import build_history
 
 import packorder
 from packorder.errors import UsageError

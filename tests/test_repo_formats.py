@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import Repo, all_ids, build_history, git, git_env
+from helpers.gitrepo import Repo, all_ids, build_history, git, git_env
 
 import packorder
 from packorder.orders.catalog import CATALOG

@@ -9,9 +9,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitrepo import Repo, build_history, git, git_env
-from packbuilder import BLOB, COMMIT, REF_DELTA, TREE, PackBuilder, make_delta, object_id, type_size, with_trailer
-from test_index_pack import run_cli
+from helpers.commands import run_cli
+from helpers.gitrepo import Repo, build_history, git, git_env
+from helpers.packbuilder import (
+    BLOB,
+    COMMIT,
+    REF_DELTA,
+    TREE,
+    PackBuilder,
+    make_delta,
+    object_id,
+    type_size,
+    with_trailer,
+)
 
 import packorder
 from packorder import _native

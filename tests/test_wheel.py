@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepo import build_history, git_env
+from helpers.gitrepo import build_history, git_env
 
 from packorder.cli import manpage
 

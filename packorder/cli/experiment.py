@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from packorder.seek.catalog import DEFAULT_EXPERIMENT, usage
+from packorder.seek.workload_catalog import DEFAULT_EXPERIMENT, usage
 
 
 @click.command("experiment", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

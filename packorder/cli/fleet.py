@@ -342,7 +342,7 @@ def report_cmd(
 
 def repository_rows(results: Path) -> list[list[str]]:
     """fleet report -v: each repository's last record, in the order of the results file."""
-    from packorder.fleet import results as results_mod
+    from packorder.fleet import run_record as results_mod
 
     rows = []
     for path, r in results_mod.latest(results_mod.read(results)).items():

@@ -107,6 +107,41 @@ def parser(prog: str) -> PlainParser:
         help="Write a NUL byte to standard error once the whole pack is read.",
     )
     p.add_argument("--progress-title", metavar="TITLE", help="The title of the first phase's progress.")
+    _add_check_options(p)
+    p.add_argument(
+        "--index-version", type=_index_version, metavar="V[,OFFSET]", help="Index version 1 or 2 (default 2)."
+    )
+    p.add_argument(
+        "--rev-index",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Write a .rev too (default: pack.writeReverseIndex).",
+    )
+    p.add_argument("--threads", type=_threads, metavar="N", help="Threads (default: all cores).")
+    p.add_argument(
+        "--max-memory", type=_size, metavar="SIZE", help="Budget for kept delta bases (default: 96m per thread)."
+    )
+    p.add_argument(
+        "--no-collision-detection", action="store_true", help="Plain SHA-1 (faster, unsafe against attacks)."
+    )
+    p.add_argument(
+        "--repo",
+        type=Path,
+        metavar="DIR",
+        help="The repository (--stdin stores the pack there; objects it has are checked against the pack's).",
+    )
+    p.add_argument(
+        "-v", "--verbose", dest="verbose", action="store_true", help="Show progress even when stderr is not a terminal."
+    )
+    p.add_argument("-q", "--quiet", dest="quiet", action="store_true", help="No progress.")
+    p.add_argument(
+        "--json", dest="as_json", action="store_true", help="Print counts, sizes, times and peak memory as JSON."
+    )
+    return p
+
+
+def _add_check_options(p: PlainParser) -> None:
+    """The options that check the objects, or an index already written, as Git's do."""
     p.add_argument(
         "--strict",
         action=_MsgTypes,
@@ -145,36 +180,6 @@ def parser(prog: str) -> PlainParser:
         const="only",
         help="--verify, and list the delta chain lengths (as `git verify-pack -s`).",
     )
-    p.add_argument(
-        "--index-version", type=_index_version, metavar="V[,OFFSET]", help="Index version 1 or 2 (default 2)."
-    )
-    p.add_argument(
-        "--rev-index",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="Write a .rev too (default: pack.writeReverseIndex).",
-    )
-    p.add_argument("--threads", type=_threads, metavar="N", help="Threads (default: all cores).")
-    p.add_argument(
-        "--max-memory", type=_size, metavar="SIZE", help="Budget for kept delta bases (default: 96m per thread)."
-    )
-    p.add_argument(
-        "--no-collision-detection", action="store_true", help="Plain SHA-1 (faster, unsafe against attacks)."
-    )
-    p.add_argument(
-        "--repo",
-        type=Path,
-        metavar="DIR",
-        help="The repository (--stdin stores the pack there; objects it has are checked against the pack's).",
-    )
-    p.add_argument(
-        "-v", "--verbose", dest="verbose", action="store_true", help="Show progress even when stderr is not a terminal."
-    )
-    p.add_argument("-q", "--quiet", dest="quiet", action="store_true", help="No progress.")
-    p.add_argument(
-        "--json", dest="as_json", action="store_true", help="Print counts, sizes, times and peak memory as JSON."
-    )
-    return p
 
 
 def main(argv: list[str], prog: str = "packorder index-pack") -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from packorder.seek.catalog import TAKES_PATH, usage
+from packorder.seek.workload_catalog import TAKES_PATH, usage
 
 GIT_ARGS = "packorder.seek.git_args"
 
@@ -122,11 +122,11 @@ def _run(
     quiet: bool,
 ) -> None:
     from packorder import progress as progress_mod
-    from packorder.cli.base import Notes, parse_size, print_json, quiet_or_verbose, warn
+    from packorder.cli.base import Notes, parse_size, quiet_or_verbose, warn
     from packorder.errors import PackError, UsageError
     from packorder.gitcmd import find_git_dir
     from packorder.names import names
-    from packorder.seek import api, report, workloads
+    from packorder.seek import api, workloads
 
     quiet_or_verbose(quiet, verbose)
     if as_json and as_csv:
@@ -176,6 +176,14 @@ def _run(
     notes.flush()
     for message in dict.fromkeys(w for result in results for w in result.warnings):
         warn(message)
+    _show(results, simulation, plot, as_json, as_csv)
+
+
+def _show(results: list, simulation: object | None, plot: Path | None, as_json: bool, as_csv: bool) -> None:
+    """The results (and the simulated orders') as tables, JSON or CSV, and the plot."""
+    from packorder.cli.base import print_json
+    from packorder.seek import report
+
     if simulation is not None:
         from packorder.seek import simreport
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from packorder.errors import PackError
-from packorder.experiments.result import ExperimentResult
+from packorder.experiments.experiment_result import ExperimentResult
 from packorder.jsonable import to_jsonable
 from packorder.seek import columns
 from packorder.seek.analyze import size_label
@@ -96,7 +96,7 @@ def agreement(result: ExperimentResult) -> list[str]:
 
 
 def candidates(result: ExperimentResult) -> list[str]:
-    from packorder.orders.registry import ORDERS
+    from packorder.orders.functions import ORDERS
 
     orders = list(dict.fromkeys(s.order for s in result.simulated))
     lines = ["| order | " + " | ".join(_workload_title(w) for w in result.workloads) + " | what it writes |"]

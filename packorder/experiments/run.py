@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packorder.errors import CorruptPackError, PackError, RepositoryError, UsageError
-from packorder.experiments.result import Agreement, ExperimentResult, OrderRun
+from packorder.experiments.experiment_result import Agreement, ExperimentResult, OrderRun
 from packorder.names import names
 from packorder.native_call import core_errors
 from packorder.orders.catalog import check_orders
 from packorder.progress import ProgressCallback
 from packorder.seek import throttle
-from packorder.seek.catalog import DEFAULT_EXPERIMENT, USES_BITMAP, WorkloadSpec
+from packorder.seek.workload_catalog import DEFAULT_EXPERIMENT, USES_BITMAP, WorkloadSpec
 from packorder.store.listing import list_packs
 
 AS_IS = "as-is"  # a copy left as it is: the repository's own packs

@@ -28,7 +28,7 @@ from typing import Any
 
 from packorder.errors import RepositoryError
 from packorder.fleet import cost as cost_mod
-from packorder.fleet import results as results_mod
+from packorder.fleet import run_record as results_mod
 from packorder.fleet import selection, triage_cache
 from packorder.fleet.discovery import discover
 from packorder.fleet.task import TOPIC, kept_records, run_batch

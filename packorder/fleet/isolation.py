@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from packorder.fleet import results
+from packorder.fleet import run_record
 from packorder.fleet.discovery import is_git_dir
 from packorder.fleet.triage import footprint
 from packorder.repacking import lock as lock_mod
@@ -47,7 +47,7 @@ def repack_one(
     """Repack `git_dir` in a child process; the record of what happened (never raises for
     the repository's sake)."""
     path = Path(git_dir)
-    record: dict[str, Any] = {"path": git_dir, "order": order, "status": results.FAILED, "error": None}
+    record: dict[str, Any] = {"path": git_dir, "order": order, "status": run_record.FAILED, "error": None}
     if not is_git_dir(path):
         record["error"] = "no repository there any more" if not path.exists() else "not a git repository"
         return record
@@ -78,7 +78,7 @@ def repack_one(
     if child.returncode == 0 and record["error"] is None:
         repacked = _json(out)
         record.update(
-            status=results.DONE,
+            status=run_record.DONE,
             rss_bytes=repacked.get("peak_rss_bytes"),
             verify=repacked.get("verify"),
             verified=True,  # a repack installs nothing it did not prove (its `verify` mode)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from packorder.errors import PackError
-from packorder.fleet import results as results_mod
+from packorder.fleet import run_record as results_mod
 
 
 @dataclass

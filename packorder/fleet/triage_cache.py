@@ -6,7 +6,7 @@ A repository's fingerprint is what its triage depends on, taken from `stat` alon
 its configuration as Git reads it): the packs of it and of its alternates by name, size
 and mtime; each loose-object directory's mtime (adding or removing an object changes it);
 the refs, reflogs, worktrees, HEAD, index, shallow and graft files. The file is JSON lines,
-appended as results.py appends (a run killed while writing leaves at most a torn last
+appended as run_record.py appends (a run killed while writing leaves at most a torn last
 line; the last line of a repository counts).
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from packorder.fleet import results
+from packorder.fleet import run_record
 from packorder.gitcmd import read_config
 from packorder.jsonable import to_jsonable
 
@@ -85,14 +85,14 @@ def _alternates(objects: Path) -> list[Path]:
 
 def load(path: Path) -> dict[str, dict[str, Any]]:
     """The latest record of each repository in the cache file (none when there is no file)."""
-    return {k: r for k, r in results.latest(results.read(path)).items() if r.get("version") == VERSION}
+    return {k: r for k, r in run_record.latest(run_record.read(path)).items() if r.get("version") == VERSION}
 
 
 def save(path: Path, triages: Iterable[Any]) -> None:
     """Append the triages made anew and complete (not taken from the cache, no error)."""
     fresh = [t for t in triages if t.fingerprint is not None and not t.cached and t.error is None]
     if fresh:
-        results.append(path, ({"version": VERSION, **to_jsonable(t)} for t in fresh))
+        run_record.append(path, ({"version": VERSION, **to_jsonable(t)} for t in fresh))
 
 
 def known_of(cache: Mapping[str, dict[str, Any]] | None, git_dirs: Iterable[Path]) -> dict[str, dict[str, Any]] | None:

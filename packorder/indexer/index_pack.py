@@ -8,27 +8,27 @@ pack completion from the repository, --stdin, --verify and the result record.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from packorder import _native, gitcmd
-from packorder.durable import fsync_dir, write_atomically
-from packorder.errors import CorruptPackError, PackError, RepositoryError, UsageError
+from packorder.errors import CorruptPackError, PackError, RepositoryError
 from packorder.format import idx as idx_format
 from packorder.format import object_format as object_formats
 from packorder.format import rev as rev_format
 from packorder.format.object_format import ObjectFormat
 from packorder.indexer import fsck, receive
 from packorder.indexer.collisions import check_collisions
+from packorder.indexer.files import Writer, cleanup_on_error, derive, write_or_verify, write_special
+from packorder.indexer.request import IndexPackRequest, Settings, read_settings
 from packorder.indexer.stat import pack_info
 from packorder.indexer.thin import fix_thin_from
 from packorder.native_call import CHECKSUM, INDEXING, RESOLVING, core_errors, run_job
 from packorder.progress import ProgressCallback
-from packorder.settings import compression_level, delta_base_cache_limit, peak_rss, physical_memory, thread_count
+from packorder.settings import peak_rss, physical_memory
 
 PHASE_TITLES = {INDEXING: "Indexing objects", RESOLVING: "Resolving deltas", CHECKSUM: "Checksumming"}
 
@@ -62,57 +62,13 @@ class IndexResult(NamedTuple):
     past_end: bytes = b""
 
 
-class _Settings:
-    def __init__(
-        self, threads: int, budget: int, index_version: int, off32_limit: int, write_rev: bool, compression: int
-    ) -> None:
-        self.threads = threads
-        self.budget = budget
-        self.index_version = index_version
-        self.off32_limit = off32_limit
-        self.write_rev = write_rev
-        self.compression = compression
-
-
-def _settings(
-    config: gitcmd.Config,
-    threads: int | None,
-    max_memory: int | None,
-    index_version: int | None,
-    off32_limit: int | None,
-    rev_index: bool | None,
-) -> _Settings:
-    threads = thread_count(config, threads, "pack.threads")
-    if threads < 1:
-        raise UsageError(f"invalid number of threads: {threads}")
-    if max_memory is None:
-        # Git's budget for index-pack: core.deltaBaseCacheLimit per thread.
-        max_memory = delta_base_cache_limit(config) * threads
-    if max_memory < 0:
-        raise UsageError(f"invalid memory budget: {max_memory}")
-    if index_version is None:
-        index_version = config.get_int("pack.indexVersion", 2)
-    if index_version not in (1, 2):
-        raise UsageError(f"unsupported index version {index_version}")
-    if rev_index is None:
-        rev_index = config.get_bool("pack.writeReverseIndex", True)
-    return _Settings(
-        threads=threads,
-        budget=max_memory,
-        index_version=index_version,
-        off32_limit=idx_format.OFF32_LIMIT if off32_limit is None else off32_limit,
-        write_rev=rev_index,
-        compression=compression_level(config),
-    )
-
-
 class _Run:
     """One indexer handle plus the polling of its progress."""
 
     def __init__(
         self,
         path: Path,
-        settings: _Settings,
+        settings: Settings,
         writable: bool,
         detect: bool,
         progress: ProgressCallback | None,
@@ -140,11 +96,8 @@ class _Run:
         return out
 
 
-Writer = Callable[[BinaryIO], object]
-
-
 def _index_writers(
-    native, settings: _Settings, checksum: bytes, anomalies: frozenset[int], fmt: ObjectFormat
+    native, settings: Settings, checksum: bytes, anomalies: frozenset[int], fmt: ObjectFormat
 ) -> tuple[bytes, Writer, Writer, int]:
     """(sorted ids, idx writer, rev writer, idx version) for the resolved pack."""
     names, crcs, offsets, rev_positions = native.index_table()
@@ -163,28 +116,11 @@ def _index_writers(
     return names, write_idx, write_rev, version
 
 
-def _derive(name: Path, old: str, new: str) -> Path:
-    if not name.name.endswith("." + old):
-        raise UsageError(f"packfile name '{name}' does not end with '.{old}'")
-    return name.with_name(name.name[: -len(old)] + new)
-
-
 def _check_resolved(run: _Run) -> None:
     left = run.native.unresolved_offsets()
     if left:
         noun = "delta" if len(left) == 1 else "deltas"
         raise CorruptPackError(f"pack has {len(left)} unresolved {noun}", left[0], str(run.path))
-
-
-@contextlib.contextmanager
-def _cleanup_on_error(paths: list[Path]) -> Iterator[None]:
-    try:
-        yield
-    except BaseException:
-        for p in paths:
-            with contextlib.suppress(OSError):
-                p.unlink()
-        raise
 
 
 @core_errors
@@ -236,229 +172,271 @@ def index_pack(
     repository; a failure raises fsck.FsckError. `stat` ("all" or "only", with `verify`)
     lists the objects and chain lengths as `--verify-stat` and `--verify-stat-only` do.
     """
-    started = time.perf_counter()
-    if (pack is None) == (stdin is None):
-        raise UsageError("give either a pack file or {stdin}", params=("stdin",))
-    if fix_thin and stdin is None:
-        raise UsageError("{fix_thin} requires {stdin}", params=("fix_thin", "stdin"))
-    if verify and stdin is not None:
-        raise UsageError("{verify} cannot be used with {stdin}", params=("verify", "stdin"))
-    if stat is not None and not verify:
-        raise UsageError("{stat} requires {verify}", params=("stat", "verify"))
-    # Git dies (128) on these, rather than showing its usage.
-    if promisor is not None and stdin is None:
-        raise PackError("--promisor cannot be used with a pack name")
-    if pack_header is not None and stdin is None:
-        raise UsageError("{pack_header} requires {stdin}", params=("pack_header", "stdin"))
-    header = receive.pack_header(pack_header) if pack_header is not None else b""
-    if object_format is not None:
-        object_formats.named(object_format)  # Git's words for a name it does not know
-        if stdin is not None:
-            raise PackError("options '--object-format' and '--stdin' cannot be used together")
-
-    git_dir: Path | None = None
-    if stdin is not None or repo is not None:
-        git_dir = gitcmd.find_git_dir(repo)
-    else:
-        with contextlib.suppress(RepositoryError):
-            git_dir = gitcmd.find_git_dir()
-    config = gitcmd.read_config(git_dir)
-    # As Git: --object-format names the pack's hash; without it, the repository's (SHA-1
-    # outside one).
-    fmt = object_formats.named(object_format or config.object_format)
-    checks = fsck.checks(
-        strict=strict,
-        fsck_objects=fsck_objects,
-        self_contained=check_self_contained_and_connected,
-        fmt=fmt,
-        msg_types=fsck_msg_types,
+    request = IndexPackRequest(
+        pack,
+        stdin,
+        repo,
+        output,
+        index_version,
+        off32_limit,
+        rev_index,
+        fix_thin,
+        verify,
+        keep,
+        promisor,
+        pack_header,
+        max_input_size,
+        object_format,
+        on_end_of_input,
+        progress_title,
+        strict,
+        fsck_objects,
+        fsck_msg_types,
+        check_self_contained_and_connected,
+        stat,
+        threads,
+        max_memory,
+        detect_collisions,
     )
-    settings = _settings(config, threads, max_memory, index_version, off32_limit, rev_index)
-    # A special blob a promisor pack's trees name, or a partial clone's, may be promised.
-    promised = promisor not in (None, False) or config.get("extensions.partialclone") is not None
+    request.check()
+    return _IndexPack(request, progress).run()
 
-    # Git's titles: what fetch-pack and receive-pack show their users while a pack arrives.
-    first = progress_title or ("Receiving objects" if stdin is not None else PHASE_TITLES[INDEXING])
-    received: Path | None = None
-    got: receive.Received | None = None
-    if stdin is not None:
-        assert git_dir is not None
+
+class _IndexPack:
+    """One index-pack, step by step: open (the repository, its configuration, the checks),
+    take the pack (a file, or a stream stored under a temporary name), index it (scan,
+    resolve, complete a thin pack), then install the received pack and write (or verify)
+    the .idx and .rev. Whatever it made is removed if a step fails."""
+
+    def __init__(self, request: IndexPackRequest, progress: ProgressCallback | None) -> None:
+        self.request = request
+        self.progress = progress
+        self.started = time.perf_counter()
+        self.header = receive.pack_header(request.pack_header) if request.pack_header is not None else b""
+        request.check_object_format()
+        self.received: Path | None = None
+        self.got: receive.Received | None = None
+        self.receive_seconds = 0.0
+
+    def run(self) -> IndexResult:
+        request = self.request
+        self._open()
+        pack_path = self._take()
+        temporaries = [self.received] if self.received else []
+        with cleanup_on_error(temporaries):
+            idx_path, anomalies = self._idx_path(pack_path)
+            run, appended, checksum = self._index(pack_path)
+            info = None
+            if request.stat is not None:
+                info = pack_info(run.native, run.native.pack_size, request.stat == "only", self.fmt)
+            checked = None
+            if self.checks is not None:
+                t = time.perf_counter()
+                checked = fsck.finish(run.native, self.checks, self.git_dir, self.fmt, self.promised)
+                run.seconds["check"] = time.perf_counter() - t
+            names, write_idx, write_rev, version = _index_writers(
+                run.native, self.settings, checksum, anomalies, self.fmt
+            )
+            if self.git_dir is not None and self.config.object_format == self.fmt.name:
+                # Git compares with the repository it runs in, whatever the mode (a repository of
+                # the other hash can hold none of the pack's objects).
+                t = time.perf_counter()
+                given = pack_path.resolve() if self.received is None else None
+                check_collisions(self.git_dir, names, given, self.fmt)
+                run.seconds["collisions"] = time.perf_counter() - t
+            keep_path = None
+            if self.received is not None:
+                pack_path, idx_path, keep_path = self._install_received(checksum, temporaries)
+            if request.keep and self.received is None and not request.verify:
+                # As Git: the .keep of a pack file is named after the pack (a --verify writes none).
+                keep_path = derive(pack_path, "pack", "keep")
+                write_special(keep_path, request.keep)
+            rev_path = derive(idx_path, "idx", "rev") if self.settings.write_rev else None
+            write_or_verify(request.verify, idx_path, rev_path, write_idx, write_rev)
+        stats = dict(run.native.stats())
+        seconds = dict(run.seconds)
+        seconds["total"] = time.perf_counter() - self.started
+        return IndexResult(
+            pack=pack_path,
+            idx=idx_path,
+            rev=rev_path,
+            keep=keep_path,
+            checksum=checksum.hex(),
+            objects=stats.get("objects", 0),
+            deltas=stats.get("deltas", 0),
+            appended_bases=appended,
+            pack_bytes=run.native.pack_size,
+            index_version=version,
+            threads=self.settings.threads,
+            memory_budget=self.settings.budget,
+            verified=request.verify,
+            seconds=seconds,
+            peak_rss_bytes=peak_rss(),
+            stats=stats,
+            checked=checked,
+            pack_info=info,
+            past_end=self.got.rest if self.got is not None else b"",
+        )
+
+    def _open(self) -> None:
+        """The repository (if any), its configuration, the pack's hash, the checks asked for
+        and the settings."""
+        request = self.request
+        self.git_dir: Path | None = None
+        if request.stdin is not None or request.repo is not None:
+            self.git_dir = gitcmd.find_git_dir(request.repo)
+        else:
+            with contextlib.suppress(RepositoryError):
+                self.git_dir = gitcmd.find_git_dir()
+        self.config = config = gitcmd.read_config(self.git_dir)
+        # As Git: --object-format names the pack's hash; without it, the repository's (SHA-1
+        # outside one).
+        self.fmt = object_formats.named(request.object_format or config.object_format)
+        self.checks = fsck.checks(
+            strict=request.strict,
+            fsck_objects=request.fsck_objects,
+            self_contained=request.check_self_contained_and_connected,
+            fmt=self.fmt,
+            msg_types=request.fsck_msg_types,
+        )
+        self.settings = read_settings(
+            config, request.threads, request.max_memory, request.index_version, request.off32_limit, request.rev_index
+        )
+        # A special blob a promisor pack's trees name, or a partial clone's, may be promised.
+        self.promised = request.promisor not in (None, False) or config.get("extensions.partialclone") is not None
+        # Git's titles: what fetch-pack and receive-pack show their users while a pack arrives.
+        self.first = request.progress_title or (
+            "Receiving objects" if request.stdin is not None else PHASE_TITLES[INDEXING]
+        )
+
+    def _take(self) -> Path:
+        """The pack to index: the file named, or the stream stored in objects/pack under a
+        temporary name (scanned as it arrives)."""
+        request = self.request
+        if request.stdin is None:
+            pack_path = Path(request.pack)  # type: ignore[arg-type]
+            if not pack_path.is_file():
+                why = (
+                    "no such file"
+                    if not pack_path.exists()
+                    else ("a directory" if pack_path.is_dir() else "not a file")
+                )
+                raise PackError(f"cannot open packfile '{pack_path}': {why}")
+            if request.max_input_size and pack_path.stat().st_size > request.max_input_size:
+                raise receive.too_large(request.max_input_size)
+            return pack_path
+        assert self.git_dir is not None
         t = time.perf_counter()
         first_pass = {
-            "detect_collisions": detect_collisions,
-            "budget": settings.budget,
-            "threads": settings.threads,
-            "checks": tuple(checks) if checks is not None else None,
+            "detect_collisions": request.detect_collisions,
+            "budget": self.settings.budget,
+            "threads": self.settings.threads,
+            "checks": tuple(self.checks) if self.checks is not None else None,
         }
-        pack_dir = git_dir / "objects" / "pack"
-        got = receive.receive(stdin, pack_dir, header, max_input_size, fmt.name, progress, first, first_pass)
-        receive_seconds = time.perf_counter() - t
-        pack_path = received = got.path
-    else:
-        pack_path = Path(pack)  # type: ignore[arg-type]
-        if not pack_path.is_file():
-            why = "no such file" if not pack_path.exists() else ("a directory" if pack_path.is_dir() else "not a file")
-            raise PackError(f"cannot open packfile '{pack_path}': {why}")
-        if max_input_size and pack_path.stat().st_size > max_input_size:
-            raise receive.too_large(max_input_size)
+        pack_dir = self.git_dir / "objects" / "pack"
+        self.got = got = receive.receive(
+            request.stdin,
+            pack_dir,
+            self.header,
+            request.max_input_size,
+            self.fmt.name,
+            self.progress,
+            self.first,
+            first_pass,
+        )
+        self.receive_seconds = time.perf_counter() - t
+        self.received = got.path
+        return got.path
 
-    temporaries = [received] if received else []
-    with _cleanup_on_error(temporaries):
-        if output is not None:
-            idx_path = Path(output)
-        elif received is None:
-            idx_path = _derive(pack_path, "pack", "idx")
+    def _idx_path(self, pack_path: Path) -> tuple[Path, frozenset[int]]:
+        """Where the .idx goes (a received pack's is named once its checksum is known), and
+        with --verify the existing index's oddities to reproduce."""
+        request = self.request
+        if request.output is not None:
+            idx_path = Path(request.output)
+        elif self.received is None:
+            idx_path = derive(pack_path, "pack", "idx")
         else:
-            idx_path = received  # replaced by the final name below
-        if settings.write_rev and received is None:
-            _derive(idx_path, "idx", "rev")  # fail on a bad name before the work, not after
+            idx_path = self.received  # replaced by the final name below
+        if self.settings.write_rev and self.received is None:
+            derive(idx_path, "idx", "rev")  # fail on a bad name before the work, not after
         anomalies: frozenset[int] = frozenset()
-        if verify:
+        if request.verify:
             if not idx_path.is_file():
                 raise PackError(f"cannot verify: index file '{idx_path}' does not exist")
-            existing = idx_format.read(str(idx_path), fmt)
-            settings.index_version = existing.version
+            existing = idx_format.read(str(idx_path), self.fmt)
+            self.settings.index_version = existing.version
             anomalies = existing.large_small_offsets
+        return idx_path, anomalies
 
+    def _index(self, pack_path: Path) -> tuple[_Run, int, bytes]:
+        """Both passes over the pack, a thin pack completed: the run, how many bases were
+        appended, and the pack's checksum."""
+        request, got, checks = self.request, self.got, self.checks
         run = _Run(
             pack_path,
-            settings,
-            writable=fix_thin,
-            detect=detect_collisions,
-            progress=progress,
-            fmt=fmt,
+            self.settings,
+            writable=request.fix_thin,
+            detect=request.detect_collisions,
+            progress=self.progress,
+            fmt=self.fmt,
             # What arrived through a pipe was shown arriving (receive); its scan is not shown.
-            first_title=None if got is not None and not got.copied else first,
+            first_title=None if got is not None and not got.copied else self.first,
         )
         if got is not None:
-            run.seconds["receive"] = receive_seconds
+            run.seconds["receive"] = self.receive_seconds
         if got is not None and got.parsed is not None:
             run.call("scan", run.native.adopt, got.parsed)  # made as the pack arrived
         else:
             if checks is not None:
                 run.native.set_checks(checks)
             if got is not None and got.copied:
-                receive.scan_copied(run, got, first, fmt)
+                receive.scan_copied(run, got, self.first, self.fmt)
             else:
                 run.call("scan", run.native.scan)
-        if on_end_of_input is not None:
-            on_end_of_input()
-        if stat is not None:
+        if request.on_end_of_input is not None:
+            request.on_end_of_input()
+        if request.stat is not None:
             run.native.record_shape()
         if not run.native.stats().get("deltas"):
             run.titles[RESOLVING] = None  # as Git: no deltas, no "Resolving deltas" line
         run.call("resolve", run.native.resolve)
-
-        def failed_checks() -> None:
-            # Resolving stopped at an object that failed: its failure, as Git dies at it.
-            if checks is not None and run.native.checks_failed():
-                fsck.finish(run.native, checks, git_dir, fmt, promised)  # raises
-
-        failed_checks()
+        self._failed_checks(run)
         appended = 0
-        if fix_thin and run.native.unresolved_offsets():
-            assert git_dir is not None
-            appended = fix_thin_from(run, git_dir, settings.compression)
-            failed_checks()
+        if request.fix_thin and run.native.unresolved_offsets():
+            assert self.git_dir is not None
+            appended = fix_thin_from(run, self.git_dir, self.settings.compression)
+            self._failed_checks(run)
         _check_resolved(run)
         checksum = run.native.checksum
         if appended:
             checksum = run.call("fix_thin", run.native.finish_thin)
+        return run, appended, checksum
 
-        info = pack_info(run.native, run.native.pack_size, stat == "only", fmt) if stat is not None else None
-        checked = None
-        if checks is not None:
-            t = time.perf_counter()
-            checked = fsck.finish(run.native, checks, git_dir, fmt, promised)
-            run.seconds["check"] = time.perf_counter() - t
-        names, write_idx, write_rev, version = _index_writers(run.native, settings, checksum, anomalies, fmt)
-        if git_dir is not None and config.object_format == fmt.name:
-            # Git compares with the repository it runs in, whatever the mode (a repository of
-            # the other hash can hold none of the pack's objects).
-            t = time.perf_counter()
-            check_collisions(git_dir, names, pack_path.resolve() if received is None else None, fmt)
-            run.seconds["collisions"] = time.perf_counter() - t
+    def _failed_checks(self, run: _Run) -> None:
+        # Resolving stopped at an object that failed: its failure, as Git dies at it.
+        if self.checks is not None and run.native.checks_failed():
+            fsck.finish(run.native, self.checks, self.git_dir, self.fmt, self.promised)  # raises
 
+    def _install_received(self, checksum: bytes, temporaries: list[Path]) -> tuple[Path, Path, Path | None]:
+        """The received pack under its final name, with its .keep and .promisor: (pack, idx,
+        keep)."""
+        request, received = self.request, self.received
+        assert self.git_dir is not None and received is not None
+        final = received.parent / f"pack-{checksum.hex()}.pack"
         keep_path = None
-        if received is not None:
-            assert git_dir is not None
-            final = received.parent / f"pack-{checksum.hex()}.pack"
-            idx_path = final.with_suffix(".idx")
-            # Written before the pack is in place, as Git does, so no repack removes it first;
-            # a .keep there already is not ours (Git then reports "pack", not "keep").
-            if keep and _write_special(final.with_suffix(".keep"), keep):
-                keep_path = final.with_suffix(".keep")
-                temporaries.append(keep_path)
-            promisor_file = final.with_suffix(".promisor")
-            if promisor not in (None, False) and _write_special(promisor_file, promisor):
-                temporaries.append(promisor_file)
-            if final.exists():
-                received.unlink()
-            else:
-                os.chmod(received, 0o444)
-                os.replace(received, final)
-            pack_path = final
-            temporaries.clear()
-
-        if keep and received is None and not verify:
-            # As Git: the .keep of a pack file is named after the pack (a --verify writes none).
-            keep_path = _derive(pack_path, "pack", "keep")
-            _write_special(keep_path, keep)
-        rev_path = _derive(idx_path, "idx", "rev") if settings.write_rev else None
-        if verify:
-            _verify_same(idx_path, write_idx, "index")
-            if rev_path is not None and rev_path.exists():
-                _verify_same(rev_path, write_rev, "reverse index")
+        # Written before the pack is in place, as Git does, so no repack removes it first;
+        # a .keep there already is not ours (Git then reports "pack", not "keep").
+        if request.keep and write_special(final.with_suffix(".keep"), request.keep):
+            keep_path = final.with_suffix(".keep")
+            temporaries.append(keep_path)
+        promisor_file = final.with_suffix(".promisor")
+        if request.promisor not in (None, False) and write_special(promisor_file, request.promisor):
+            temporaries.append(promisor_file)
+        if final.exists():
+            received.unlink()
         else:
-            if rev_path is not None:
-                write_atomically(rev_path, write_rev)
-            write_atomically(idx_path, write_idx)
-            fsync_dir(idx_path.parent)
-
-    stats = dict(run.native.stats())
-    seconds = dict(run.seconds)
-    seconds["total"] = time.perf_counter() - started
-    return IndexResult(
-        pack=pack_path,
-        idx=idx_path,
-        rev=rev_path,
-        keep=keep_path,
-        checksum=checksum.hex(),
-        objects=stats.get("objects", 0),
-        deltas=stats.get("deltas", 0),
-        appended_bases=appended,
-        pack_bytes=run.native.pack_size,
-        index_version=version,
-        threads=settings.threads,
-        memory_budget=settings.budget,
-        verified=verify,
-        seconds=seconds,
-        peak_rss_bytes=peak_rss(),
-        stats=stats,
-        checked=checked,
-        pack_info=info,
-        past_end=got.rest if got is not None else b"",
-    )
-
-
-def _write_special(path: Path, message: str | bool) -> bool:
-    """A .keep or .promisor file holding `message` (none for a bare --keep or --promisor);
-    whether it was written: one already there is left as it is, as Git leaves it."""
-    if path.exists():
-        return False
-    text = f"{message}\n" if message and message is not True else ""
-    write_atomically(path, lambda f: f.write(text.encode()), 0o644)
-    return True
-
-
-def _verify_same(path: Path, write: Writer, what: str) -> None:
-    buf = io.BytesIO()
-    write(buf)
-    expected = buf.getvalue()
-    actual = path.read_bytes()
-    if actual == expected:
-        return
-    pairs = enumerate(zip(actual, expected, strict=False))
-    at = next((i for i, (a, b) in pairs if a != b), min(len(actual), len(expected)))
-    # Git's words (its checked file writer's), then where the two part.
-    raise PackError(f"sha1 file '{path}' validation error: the {what} differs from the pack's from byte {at}")
+            os.chmod(received, 0o444)
+            os.replace(received, final)
+        temporaries.clear()
+        return final, final.with_suffix(".idx"), keep_path

@@ -25,7 +25,7 @@ HISTORY_FACTS = (INTRO, UNRELEASED, HEAD)
 @dataclass(frozen=True)
 class OrderInfo:
     # The function that computes the order, in packorder.orders ("permutations.recency"): a
-    # pure function from an OrderInput to a permutation (orders/registry.py finds it).
+    # pure function from an OrderInput to a permutation (orders/functions.py finds it).
     function: str
     needs: frozenset[str]  # of HISTORY_FACTS
     summary: str

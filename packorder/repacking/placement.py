@@ -10,7 +10,7 @@ import numpy as np
 
 from packorder.orders import permutations as order_mod
 from packorder.orders.families import bases_first
-from packorder.orders.registry import ORDERS
+from packorder.orders.functions import ORDERS
 from packorder.repacking import deltas as deltas_mod
 from packorder.repacking.options import RepackRequest, read_options
 from packorder.store.repository import LOOSE, Repository, open_repository

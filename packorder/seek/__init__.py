@@ -15,7 +15,7 @@ __all__ = ["SeekResult", "ViewStats", "WorkloadSpec", "seekstats"]
 
 if TYPE_CHECKING:
     from packorder.seek.api import seekstats
-    from packorder.seek.result import SeekResult, ViewStats
+    from packorder.seek.seek_result import SeekResult, ViewStats
     from packorder.seek.workloads import WorkloadSpec
 
 
@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 
         return seekstats
     if name in ("SeekResult", "ViewStats"):
-        from packorder.seek import result
+        from packorder.seek import seek_result as result
 
         return getattr(result, name)
     if name == "WorkloadSpec":

@@ -13,7 +13,7 @@ from packorder.format.layout import PackLayout
 from packorder.format.layout import load as load_layout
 from packorder.format.object_format import SHA1, ObjectFormat
 from packorder.seek import stats
-from packorder.seek.result import ViewStats
+from packorder.seek.seek_result import ViewStats
 from packorder.seek.trace import Trace
 
 

@@ -16,11 +16,11 @@ from packorder.gitcmd import find_git_dir, git_env, read_config
 from packorder.native_call import core_errors
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze, caveats, runner, workloads
-from packorder.seek.catalog import USES_BITMAP
 from packorder.seek.expand import expand
 from packorder.seek.ipmodel import git_threads
-from packorder.seek.result import EXPANDED, RAW, VIEWS, SeekResult
+from packorder.seek.seek_result import EXPANDED, RAW, VIEWS, SeekResult
 from packorder.seek.trace import READS, Trace
+from packorder.seek.workload_catalog import USES_BITMAP
 from packorder.seek.workloads import WorkloadSpec
 from packorder.settings import delta_base_cache_limit
 

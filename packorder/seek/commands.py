@@ -8,7 +8,7 @@ from pathlib import Path
 
 from packorder.gitcmd import run
 from packorder.seek import runner
-from packorder.seek.catalog import CATALOG, WorkloadSpec
+from packorder.seek.workload_catalog import CATALOG, WorkloadSpec
 
 
 def partial_clone_hint(git_dir: Path) -> str:

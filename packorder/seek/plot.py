@@ -8,7 +8,7 @@ from pathlib import Path
 
 from packorder.errors import PackError
 from packorder.seek.analyze import size_label
-from packorder.seek.result import SeekResult
+from packorder.seek.seek_result import SeekResult
 
 
 def plot_cdf(results: Sequence[SeekResult], view: str, path: Path) -> None:

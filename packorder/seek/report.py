@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from packorder.jsonable import csv_cell
 from packorder.seek.analyze import size_label
-from packorder.seek.result import SeekResult, ViewStats
+from packorder.seek.seek_result import SeekResult, ViewStats
 from packorder.seek.stats import PERCENTILES
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from packorder.seek import columns
-from packorder.seek.result import SeekResult
+from packorder.seek.seek_result import SeekResult
 from packorder.seek.simulator import SimulatedResult, Simulation
 
 

@@ -40,11 +40,11 @@ from packorder.orders.catalog import check_orders, history_needs
 from packorder.progress import ProgressCallback
 from packorder.seek import analyze, caveats
 from packorder.seek.api import DEFAULT_NEAR, DEFAULT_THRESHOLD, Measurement, describe_view, measure
-from packorder.seek.catalog import USES_BITMAP
 from packorder.seek.expand import expand
 from packorder.seek.ipmodel import index_pack_reads
-from packorder.seek.result import EXPANDED, RAW, VIEWS, SeekResult, ViewStats
+from packorder.seek.seek_result import EXPANDED, RAW, VIEWS, SeekResult, ViewStats
 from packorder.seek.trace import READS, REQUESTS, Trace
+from packorder.seek.workload_catalog import USES_BITMAP
 from packorder.seek.workloads import WorkloadSpec
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@ again untraced for cold and warm wall times.
 
 A `Workload` pairs a `record` function (a trace source run on the workload's command) with a
 `timed` function (the same work, untraced). The names, descriptions and Git commands are in
-`catalog`, one entry a workload. Adding a workload traced by another source — for example packorder's own
+`workload_catalog.py`, one entry a workload. Adding a workload traced by another source — for example packorder's own
 index-pack, recorded by a source that logs its reads — means writing one `_build_*` function.
 """
 
@@ -20,9 +20,10 @@ from packorder.format.layout import PackLayout
 from packorder.format.layout import load as load_layout
 from packorder.gitcmd import Config
 from packorder.progress import ProgressCallback
-from packorder.seek import catalog, choose, commands, pack_access, pread, runner
-from packorder.seek.catalog import WorkloadSpec
+from packorder.seek import choose, commands, pack_access, pread, runner
+from packorder.seek import workload_catalog as catalog
 from packorder.seek.trace import Recording, concat
+from packorder.seek.workload_catalog import WorkloadSpec
 from packorder.store.listing import list_packs
 
 NAMES = catalog.NAMES

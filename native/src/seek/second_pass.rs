@@ -5,7 +5,7 @@
 //! in Python took 0.4-0.7 s on a pack of 200,000 objects.
 //!
 //! Every step follows the Python model it replaced exactly (the same reads in the same
-//! order, tests/test_simulate.py and tests/test_fleet_prediction.py compare with Git), down
+//! order, tests/seek/test_simulate.py and tests/fleet/test_fleet_prediction.py compare with Git), down
 //! to the floating-point event times and the ties between threads.
 
 use std::cmp::Ordering;

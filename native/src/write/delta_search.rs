@@ -1,5 +1,5 @@
 //! The sliding-window delta search of `git pack-objects`, run on a list the caller has already
-//! chosen and sorted (packorder/deltas.py: which objects are candidates, the sort by type,
+//! chosen and sorted (packorder/repacking/deltas.py: which objects are candidates, the sort by type,
 //! path-name hash and size, the chunks threads take, and each object's depth allowance).
 //!
 //! Within one chunk, objects are taken in list order. The window holds up to `window - 1`
