@@ -6,6 +6,7 @@ manual page's CONFIGURATION section and docs/configuration.md are both written f
 
 from __future__ import annotations
 
+import textwrap
 from typing import NamedTuple
 
 
@@ -125,7 +126,10 @@ GIT_KEYS = (
     GitKey("pack.writeReverseIndex", "Whether index-pack and a repack write a .rev beside the .idx (default true)."),
     GitKey("pack.writeBitmaps", "As repack.writeBitmaps, for a geometric repack (Git's older name)."),
     GitKey("pack.writeBitmapHashCache", "Whether a bitmap holds the name-hash cache (default true)."),
-    GitKey("pack.preferBitmapTips", "The refs whose commits a multi-pack-index bitmap prefers."),
+    GitKey(
+        "pack.preferBitmapTips",
+        "The refs whose commits a multi-pack-index bitmap selects first (then every ref's commit).",
+    ),
     GitKey(
         "repack.writeBitmaps",
         "Whether a repack writes a reachability bitmap where -b/-B is not given (default: in a bare "
@@ -190,6 +194,10 @@ GIT_KEYS = (
 )
 
 
+def _wrapped(text: str, indent: str = "") -> list[str]:
+    return textwrap.wrap(text, 92, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+
+
 def markdown() -> str:
     """docs/configuration.md."""
     lines = [
@@ -206,10 +214,10 @@ def markdown() -> str:
         "",
     ]
     for key in OWN_KEYS:
-        lines += [f"### `{key.name}`", "", key.does, ""]
-        lines.append(f"- Values: {key.values}.")
-        lines.append(f"- Default: {key.default}.")
-        lines += [f"- Falls back to: {key.falls_back or 'none'}.", ""]
+        lines += [f"### `{key.name}`", "", *_wrapped(key.does), ""]
+        lines += _wrapped(f"- Values: {key.values}.", "  ")
+        lines += _wrapped(f"- Default: {key.default}.", "  ")
+        lines += [*_wrapped(f"- Falls back to: {key.falls_back or 'none'}.", "  "), ""]
     lines += ["## Git's keys packorder follows", "", "| Key | What packorder does with it |", "| --- | --- |"]
     lines += [f"| `{key.name}` | {key.use} |" for key in GIT_KEYS]
     return "\n".join(lines) + "\n"
