@@ -9,7 +9,7 @@ verification). Memory: the start, the object table (per object), the pack's buff
 byte stored), and with a bitmap the walk's graph of commits and trees. The coefficients
 are a least-squares fit (relative error) to repacks run as a fleet task runs them, a child
 process each (scripts/calibrate_cost.py, on this project's 2-core machine; docs/fleet.md,
-stop 34): 12 small generated repositories, packorder's sample, libgit2, redis and git/git
+"The cost model"): 12 small generated repositories, packorder's sample, libgit2, redis and git/git
 (snapshots and complete clones), twice each. Estimated over measured: time 0.85-1.46 (the
 small ones over), peak memory 0.83-1.07.
 """

@@ -1,4 +1,4 @@
-"""The `paths` order (issue 19): what a cold `git log`, `git log -- PATH` and `git blame` read,
+"""The `paths` order: what a cold `git log`, `git log -- PATH` and `git blame` read,
 gathered, on a disk that pays per read.
 
 Every earlier order writes trees in discovery order, which mixes the trees of every path at

@@ -103,7 +103,7 @@ def test_object_format_as_git_answers_it(packs: dict[str, Path], tmp_path: Path)
         mine = run_cli("index-pack", *args, cwd=repo, input=b"")
         assert git.returncode == mine.returncode == 128
         assert git.stderr == mine.stderr
-    # Until SHA-256 is supported (issue 18): one line, no guessing.
+    # A SHA-1 pack read as SHA-256 outside a repository: one line naming the format, no guessing.
     mine = run_cli("index-pack", "--object-format=sha256", str(pack), cwd=tmp_path)
     assert mine.returncode == 128 and mine.stderr.count(b"\n") == 1 and b"sha256" in mine.stderr
 

@@ -1,4 +1,4 @@
-"""The workloads users run beside the study's (issue 19): log-patch, diff-tags, fetch-bitmap,
+"""The workloads users run beside the study's five: log-patch, diff-tags, fetch-bitmap,
 clone, archive, grep. Their traces from real git runs on a generated repository with tags,
 what they say they run, how their PATH and tags are chosen or refused, and the simulator
 against real repacks, with and without the bitmap those serving with one need."""
