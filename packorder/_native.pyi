@@ -67,7 +67,7 @@ PHASE_WALKING: int
 class PackFormatError(Exception):
     """Raised as PackFormatError(message, offset or None)."""
 
-    kind: Literal["corrupt", "io", "interrupted", "missing"]
+    kind: Literal["corrupt", "io", "interrupted", "missing", "not-planned"]
     object_id: bytes | None  # the object a "missing" one is about
 
 @final

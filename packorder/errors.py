@@ -16,10 +16,11 @@ class PackError(Exception):
 class CorruptPackError(PackError):
     """A pack (or its index) is malformed: the message names the problem and the offset."""
 
-    def __init__(self, message: str, offset: int | None = None, path: str | None = None) -> None:
+    def __init__(self, message: str, offset: int | None = None, path: str | None = None, kind: str = "corrupt") -> None:
         self.message = message
         self.offset = offset
         self.path = path
+        self.kind = kind  # the core's error kind: corrupt, io, missing, not-planned
         where = []
         if path:
             where.append(path)

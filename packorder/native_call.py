@@ -29,7 +29,7 @@ def pack_error(e: _native.PackFormatError, path: str | os.PathLike[str] | None =
     message, offset = e.args
     if e.kind == "interrupted":  # the job saw its cancel flag
         return Interrupted()
-    return CorruptPackError(what + message, offset, None if path is None else str(path))
+    return CorruptPackError(what + message, offset, None if path is None else str(path), e.kind)
 
 
 @contextlib.contextmanager

@@ -14,6 +14,8 @@ pub enum ErrorKind {
     Interrupted,
     /// The repository lacks an object it names (PackError::object says which).
     Missing,
+    /// A written entry proved to hold another object than the plan put there.
+    NotPlanned,
 }
 
 impl ErrorKind {
@@ -24,6 +26,7 @@ impl ErrorKind {
             ErrorKind::Io => "io",
             ErrorKind::Interrupted => "interrupted",
             ErrorKind::Missing => "missing",
+            ErrorKind::NotPlanned => "not-planned",
         }
     }
 }
@@ -70,6 +73,14 @@ impl PackError {
             kind: ErrorKind::Missing,
             object: Some(id.to_vec()),
             ..PackError::general(message)
+        }
+    }
+
+    /// The entry at `offset` holds another object than the one planned for it.
+    pub fn not_planned(offset: u64, message: impl Into<String>) -> Self {
+        PackError {
+            kind: ErrorKind::NotPlanned,
+            ..PackError::at(offset, message)
         }
     }
 

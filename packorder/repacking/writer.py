@@ -394,7 +394,7 @@ def verify_produced(
                 check, title="Verifying objects", count=len(targets), path=written.path, what=FAILS, progress=progress
             )
         except CorruptPackError as e:
-            if "not the object planned" in e.message and e.offset is not None:
+            if e.kind == "not-planned" and e.offset is not None:
                 raise _not_the_planned_object(written, int(np.searchsorted(written.offsets, e.offset))) from None
             raise
     return _planned_index(written, headers.crcs)

@@ -83,7 +83,7 @@ fn check_range(
         let mut hasher = ObjectHasher::new(pack.pack.algo, kinds[k], data.len() as u64, false);
         hasher.update(&data);
         if hasher.finish(offset)? != ids[k] {
-            return Err(PackError::at(
+            return Err(PackError::not_planned(
                 offset,
                 format!(
                     "{}: the entry is not the object planned for it",
