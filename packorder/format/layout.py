@@ -16,7 +16,7 @@ from packorder.errors import CorruptPackError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
 from packorder.format.object_format import SHA1, ObjectFormat
-from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA
+from packorder.format.pack import HEADER_LEN, OBJ_OFS_DELTA, OBJ_REF_DELTA
 from packorder.native_call import pack_errors
 
 NO_BASE = -1
@@ -171,6 +171,11 @@ def load(
     offsets = index.offsets[order].astype(np.uint64)
     oids = index.names[order]
     size = pack_path.stat().st_size
+    if size < HEADER_LEN + rawsz:
+        raise CorruptPackError(f"file of {size} bytes is too short to be a pack", None, str(pack_path))
+    if len(offsets) and int(offsets.max()) >= size - rawsz:
+        # The index names entries past the pack's end: a pack cut short (or not the index's).
+        raise CorruptPackError("pack is shorter than its index says", int(offsets.max()), str(pack_path))
     ends = np.empty_like(offsets)
     if len(offsets):
         ends[:-1] = offsets[1:]

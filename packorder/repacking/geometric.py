@@ -185,8 +185,7 @@ def _install(
     finally:
         journal.finish()
     if run.opts.update_server_info:
-        install_mod.update_server_info(repo)
-        result.server_info = True
+        result.server_info = install_mod.update_server_info(repo, warnings)
         crash_point("server-info-updated")
     seconds["install"] = time.perf_counter() - t
 

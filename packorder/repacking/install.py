@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from packorder import gitcmd
 from packorder.durable import fsync_dir, write_atomically
 from packorder.errors import PackError
 from packorder.faults import crash_point
@@ -215,10 +216,16 @@ def _freshened(pack: PackSource) -> bool:
         return False
 
 
-def update_server_info(repo: Repository) -> None:
+def update_server_info(repo: Repository, warn: Callable[[str], None]) -> bool:
     """objects/info/packs and info/refs for dumb-HTTP clients, as `git repack` updates them
-    (unless -n)."""
-    repo.git("update-server-info")
+    (unless -n); whether they were. Their failure is a warning, as in Git's repack: the packs
+    are installed and the repository whole by then (a damaged pack the repack did not read
+    fails it, for one)."""
+    proc = repo.git("update-server-info", check=False, capture_output=True)
+    if proc.returncode != 0:
+        warn(f"git update-server-info failed: {gitcmd.stderr_line(proc.stderr) or f'exit {proc.returncode}'}")
+        return False
+    return True
 
 
 def write_and_install(

@@ -394,8 +394,7 @@ def _replace_old(
         if midx_bitmap and wrote:
             result.bitmap, result.bitmap_kind = True, "multi-pack-index"
     if opts.update_server_info:
-        install_mod.update_server_info(repo)
-        result.server_info = True
+        result.server_info = install_mod.update_server_info(repo, warnings)
         crash_point("server-info-updated")
     seconds["install"] = time.perf_counter() - t
 
