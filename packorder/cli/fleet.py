@@ -79,7 +79,8 @@ def status_rows(status: Any) -> list[dict[str, Any]]:
     rows = []
     for t in status.repositories:
         row = to_jsonable(t)
-        row["gain"] = t.gain
+        # A fraction, as share_now and share_after are (the table prints points).
+        row["gain"] = t.gain / 100
         rows.append(row)
     return rows
 

@@ -339,6 +339,9 @@ def test_csv_writes_true_false_and_rounded_numbers(bare: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     (row,) = list(csv.DictReader(proc.stdout.decode().splitlines()))
     assert row["cached"] == "false"
+    # Shares and gains in one unit, fractions (the table prints points).
+    if row["share_now"] and row["share_after"]:
+        assert float(row["gain"]) == pytest.approx(float(row["share_after"]) - float(row["share_now"]), abs=2e-4)
     for name in ("seconds", "estimated_seconds", "drift", "gain"):
         assert row[name] == repr(round(float(row[name]), 4)), (name, row[name])
     proc = run_cli("seekstats", "--csv", str(bare))
