@@ -19,6 +19,8 @@ from test_cli_contract import run_cli
 # As the `packorder` script starts: its own folder first on sys.path, not the current directory.
 SCRIPT = [sys.executable, "-P", "-c", "from packorder.cli.launch import main; main()"]
 
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+
 
 def small_repo(path: Path, commits: int = 3) -> Repo:
     repo = Repo(path)
@@ -331,6 +333,10 @@ def test_every_json_document_names_its_schema(bare: Path, tmp_path: Path, schema
     document = json.loads(proc.stdout)
     assert isinstance(document, dict) and document["schema"] == f"packorder.{schema}/1"
     assert next(iter(document)) == "schema" and len(document) > 1
+    # The document as docs/schemas/ describes it: every key there, each of its type.
+    jsonschema = pytest.importorskip("jsonschema")
+    described = json.loads((SCHEMAS / f"packorder.{schema}-1.schema.json").read_text())
+    jsonschema.validate(document, described)
 
 
 def test_csv_writes_true_false_and_rounded_numbers(bare: Path) -> None:
