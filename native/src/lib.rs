@@ -98,6 +98,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<python::delta::DeltaSearch>()?;
     m.add_class::<python::arrays::PackSource>()?;
     m.add_class::<python::bitmap::BitmapOutcome>()?;
+    m.add_class::<python::index::IndexTable>()?;
+    m.add_class::<python::index::IndexedEntries>()?;
+    m.add_class::<python::fsck::CheckOutcome>()?;
+    m.add_class::<python::format::EntryHeaders>()?;
     m.add_function(wrap_pyfunction!(python::bitmap::pack_bitmap, m)?)?;
     m.add_function(wrap_pyfunction!(python::loose::loose_header, m)?)?;
     m.add_function(wrap_pyfunction!(python::loose::read_loose, m)?)?;

@@ -138,7 +138,7 @@ def object_sizes(repo: Repository, table: ObjectTable, rows: np.ndarray) -> np.n
         order = np.argsort(pos[delta], kind="stable")
         offsets = lay.offsets[pos[delta][order]].astype(np.uint64)
         with pack_errors(pack.path):
-            got = _native.read_entry_headers(str(pack.path), offsets.tobytes(), True, lay.fmt.name)[5]
+            got = _native.read_entry_headers(str(pack.path), offsets.tobytes(), True, lay.fmt.name).object_sizes
         picked = np.empty(len(order), dtype=np.uint64)
         picked[order] = np.frombuffer(got, dtype=np.uint64)
         sizes[at[delta]] = picked
