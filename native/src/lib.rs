@@ -92,6 +92,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<python::revlist::RevList>()?;
     m.add_class::<python::walk::ObjectWalker>()?;
     m.add_class::<python::walk::WalkEdges>()?;
+    m.add_class::<python::walk::Walked>()?;
+    m.add_class::<python::walk::ObjectWalk>()?;
     m.add_class::<python::pack_writer::PackWriter>()?;
     m.add_class::<python::object_check::ObjectCheck>()?;
     m.add_class::<python::delta::DeltaIndex>()?;
