@@ -29,6 +29,7 @@ __all__ = [
     "DeltaSearch",
     "EntryHeaders",
     "FileChecksum",
+    "FoundDeltas",
     "IndexTable",
     "IndexedEntries",
     "ObjectCheck",
@@ -42,6 +43,7 @@ __all__ = [
     "RevList",
     "WalkEdges",
     "Walked",
+    "WriteOutcome",
     "add_families",
     "apply_delta",
     "bases_first",
@@ -309,6 +311,17 @@ class ObjectWalker:
     def unsupported(self) -> str | None: ...
 
 @final
+class WriteOutcome:
+    @property
+    def offsets(self) -> bytes: ...
+    @property
+    def crcs(self) -> bytes: ...
+    @property
+    def checksum(self) -> bytes: ...
+    @property
+    def size(self) -> int: ...
+
+@final
 class PackWriter:
     def __new__(
         cls,
@@ -327,7 +340,7 @@ class PackWriter:
         threads: int,
         object_format: str = "sha1",
     ) -> PackWriter: ...
-    def write(self, path: _StrPath) -> tuple[bytes, bytes, bytes, int]: ...
+    def write(self, path: _StrPath) -> WriteOutcome: ...
     def progress(self) -> _Progress: ...
     def cancel(self) -> None: ...
 
@@ -355,6 +368,15 @@ class DeltaIndex:
     def memory(self) -> int: ...
 
 @final
+class FoundDeltas:
+    @property
+    def bases(self) -> bytes: ...
+    @property
+    def deltas(self) -> list[bytes]: ...
+    @property
+    def stats(self) -> dict[str, int]: ...
+
+@final
 class DeltaSearch:
     def __new__(
         cls,
@@ -373,7 +395,7 @@ class DeltaSearch:
         object_limit: int,
         ranks: bytes | None = None,
     ) -> DeltaSearch: ...
-    def run(self) -> tuple[bytes, list[bytes], dict[str, int]]: ...
+    def run(self) -> FoundDeltas: ...
     def progress(self) -> _Progress: ...
     def cancel(self) -> None: ...
 

@@ -98,6 +98,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<python::object_check::ObjectCheck>()?;
     m.add_class::<python::delta::DeltaIndex>()?;
     m.add_class::<python::delta::DeltaSearch>()?;
+    m.add_class::<python::delta::FoundDeltas>()?;
+    m.add_class::<python::pack_writer::WriteOutcome>()?;
     m.add_class::<python::arrays::PackSource>()?;
     m.add_class::<python::bitmap::BitmapOutcome>()?;
     m.add_class::<python::index::IndexTable>()?;

@@ -464,12 +464,12 @@ class _SearchRun:
             self.object_limit,
             None if ranks is None else ranks.tobytes(),
         )
-        bases_b, delta_list, stats = run_job(native, title=title, count=len(rows), progress=progress)
-        found = np.frombuffer(bases_b, dtype=np.int64)
+        searched = run_job(native, title=title, count=len(rows), progress=progress)
+        found = np.frombuffer(searched.bases, dtype=np.int64)
         got = np.flatnonzero(found >= 0)
         targets = rows[got]
         choice.base[targets] = rows[found[got]]
         assert choice.new is not None
         choice.new[targets] = True
-        deltas = {int(t): d for t, d in zip(targets, delta_list, strict=True)}
-        return SearchResult(choice, deltas, len(rows), len(bounds) - 1, stats)
+        deltas = {int(t): d for t, d in zip(targets, searched.deltas, strict=True)}
+        return SearchResult(choice, deltas, len(rows), len(bounds) - 1, searched.stats)

@@ -206,12 +206,12 @@ def write(
     )
 
     # No path for its errors: each names the file it is about (a source pack, or the new one).
-    offsets_b, crcs_b, checksum, size = run_job(
+    wrote = run_job(
         writer, lambda: writer.write(str(path)), title="Writing objects", count=len(plan.how), progress=progress
     )
-    offsets = np.frombuffer(offsets_b, dtype=np.uint64)
-    crcs = np.frombuffer(crcs_b, dtype=">u4").astype(np.uint32)
-    return WrittenPack(path, checksum, int(size), offsets, crcs, plan, repo.fmt)
+    offsets = np.frombuffer(wrote.offsets, dtype=np.uint64)
+    crcs = np.frombuffer(wrote.crcs, dtype=">u4").astype(np.uint32)
+    return WrittenPack(path, wrote.checksum, wrote.size, offsets, crcs, plan, repo.fmt)
 
 
 @dataclass
