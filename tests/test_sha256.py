@@ -89,7 +89,9 @@ def test_parallel_first_pass_splits_a_sha256_pack_anywhere(sha256_packs: dict[st
         )
         indexer.scan()
         indexer.resolve()
-        tables.append((indexer.entries(), indexer.index_table()))
+        entries, table = indexer.entries(), indexer.index_table()
+        columns = [entries.offsets, entries.kinds, entries.real_kinds, entries.sizes, entries.ids]
+        tables.append([*columns, table.names, table.crcs, table.offsets, table.rev_positions])
     assert tables[0] == tables[1]
 
 

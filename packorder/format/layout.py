@@ -58,7 +58,7 @@ class PackLayout:
         if self._object_sizes is None:
             with pack_errors(self.pack_path):
                 out = _native.read_entry_headers(str(self.pack_path), self.offsets.tobytes(), True, self.fmt.name)
-            self._object_sizes = np.frombuffer(out[5], dtype=np.uint64)
+            self._object_sizes = np.frombuffer(out.object_sizes, dtype=np.uint64)
         return self._object_sizes
 
     def estimate_object_sizes(self) -> None:
@@ -181,13 +181,11 @@ def load(
         ends[:-1] = offsets[1:]
         ends[-1] = size - rawsz
     with pack_errors(pack_path):
-        kinds_b, sizes_b, hlen_b, ofs_b, ids_b, _ = _native.read_entry_headers(
-            str(pack_path), offsets.tobytes(), False, fmt.name
-        )
-    kinds = np.frombuffer(kinds_b, dtype=np.uint8)
-    sizes = np.frombuffer(sizes_b, dtype=np.uint64)
-    header_lens = np.frombuffer(hlen_b, dtype=np.uint8)
-    ofs_bases = np.frombuffer(ofs_b, dtype=np.uint64)
+        headers = _native.read_entry_headers(str(pack_path), offsets.tobytes(), False, fmt.name)
+    kinds = np.frombuffer(headers.kinds, dtype=np.uint8)
+    sizes = np.frombuffer(headers.sizes, dtype=np.uint64)
+    header_lens = np.frombuffer(headers.header_lens, dtype=np.uint8)
+    ofs_bases = np.frombuffer(headers.ofs_bases, dtype=np.uint64)
     base = np.full(len(offsets), NO_BASE, dtype=np.int64)
     ofs = kinds == OBJ_OFS_DELTA
     if ofs.any():
@@ -199,7 +197,7 @@ def load(
             raise CorruptPackError("delta base offset is not the start of an entry", at, str(pack_path))
     ref = kinds == OBJ_REF_DELTA
     if ref.any():
-        ids = np.frombuffer(ids_b, dtype=np.uint8).reshape(-1, rawsz)[ref]
+        ids = np.frombuffer(headers.ref_ids, dtype=np.uint8).reshape(-1, rawsz)[ref]
         # Look each base id up among the names (sorted in the idx) to find its offset.
         names = index.names
         keys = names.view(f"S{rawsz}").ravel()

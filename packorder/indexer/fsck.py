@@ -162,13 +162,14 @@ def finish(native, run_checks: Checks, git_dir: Path | None, fmt: ObjectFormat, 
     """End the checks of an indexed pack; raises FsckError on the first failure. `promised`:
     the pack is a promisor pack, or the repository a partial clone, so that a special blob
     nobody has is one the promisor remote holds (Git skips it then: blob:none clones)."""
-    findings, foreign_ids, foreign_kinds, outside = native.finish_checks()
+    checked = native.finish_checks()
+    outside = checked.outside
     printed: list[str] = []
-    _settle(findings, printed)
-    foreign = [oid.hex() for oid in fmt.split(foreign_ids)]
+    _settle(checked.findings, printed)
+    foreign = [oid.hex() for oid in fmt.split(checked.foreign_ids)]
     if foreign:
         types = gitcmd.object_types(git_dir, foreign) if git_dir is not None else [None] * len(foreign)
-        for oid_hex, want, found in zip(foreign, foreign_kinds, types, strict=True):
+        for oid_hex, want, found in zip(foreign, checked.foreign_kinds, types, strict=True):
             if found is None:
                 raise FsckError(f"did not receive expected object {oid_hex}", printed)
             if found != TYPE_NAMES[want]:

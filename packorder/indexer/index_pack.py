@@ -100,7 +100,8 @@ def _index_writers(
     native, settings: Settings, checksum: bytes, anomalies: frozenset[int], fmt: ObjectFormat
 ) -> tuple[bytes, Writer, Writer, int]:
     """(sorted ids, idx writer, rev writer, idx version) for the resolved pack."""
-    names, crcs, offsets, rev_positions = native.index_table()
+    table = native.index_table()
+    names, offsets = table.names, table.offsets
     version = settings.index_version
     if version == 1 and idx_format.needs_v2(offsets, settings.off32_limit):
         version = 2  # as Git does: v1 cannot hold a 64-bit offset
@@ -108,10 +109,10 @@ def _index_writers(
     def write_idx(out: BinaryIO) -> object:
         if version == 1:
             return idx_format.write_v1(out, names, offsets, checksum, fmt)
-        return idx_format.write_v2(out, names, crcs, offsets, checksum, settings.off32_limit, anomalies, fmt)
+        return idx_format.write_v2(out, names, table.crcs, offsets, checksum, settings.off32_limit, anomalies, fmt)
 
     def write_rev(out: BinaryIO) -> object:
-        return rev_format.write(out, rev_positions, checksum, fmt)
+        return rev_format.write(out, table.rev_positions, checksum, fmt)
 
     return names, write_idx, write_rev, version
 

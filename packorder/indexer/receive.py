@@ -271,8 +271,9 @@ def scan_copied(run, got: Received, title: str, fmt: ObjectFormat) -> None:
 def _show_end(
     show: ProgressCallback, native, got: Received, title: str, rawsz: int, available: int | None = None
 ) -> None:
-    offsets, kinds, *_ = native.entries()
-    offsets = memoryview(offsets).cast("Q").tolist()
+    entries = native.entries()
+    kinds = entries.kinds
+    offsets = memoryview(entries.offsets).cast("Q").tolist()
     reads = file_reads(got.path, offsets, kinds, got.header_given, rawsz, available, git_input_buffer())
     start_phase(show, title)
     for total in reads[:1] + reads[-1:]:

@@ -19,11 +19,12 @@ def _objects(n: int) -> str:
 def pack_info(native, pack_size: int, stat_only: bool, fmt: ObjectFormat) -> list[str]:
     """Git's show_pack_info for the indexed pack: one line per object in pack order (unless
     `stat_only`), then the count of whole objects and of each chain length."""
-    offsets_b, _, real_kinds, sizes_b, ids = native.entries()
+    entries = native.entries()
+    real_kinds, ids = entries.real_kinds, entries.ids
     bases_b, depths_b = native.delta_shape()
-    offsets = memoryview(offsets_b).cast("Q").tolist()
+    offsets = memoryview(entries.offsets).cast("Q").tolist()
     # As Git lists them: an entry's stored size, a delta's being the delta's.
-    sizes = memoryview(sizes_b).cast("Q").tolist()
+    sizes = memoryview(entries.sizes).cast("Q").tolist()
     bases = memoryview(bases_b).cast("I").tolist()
     depths = memoryview(depths_b).cast("I").tolist()
     ends = [*offsets[1:], pack_size - fmt.rawsz]

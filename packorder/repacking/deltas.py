@@ -138,7 +138,7 @@ def object_sizes(repo: Repository, table: ObjectTable, rows: np.ndarray) -> np.n
         order = np.argsort(pos[delta], kind="stable")
         offsets = lay.offsets[pos[delta][order]].astype(np.uint64)
         with pack_errors(pack.path):
-            got = _native.read_entry_headers(str(pack.path), offsets.tobytes(), True, lay.fmt.name)[5]
+            got = _native.read_entry_headers(str(pack.path), offsets.tobytes(), True, lay.fmt.name).object_sizes
         picked = np.empty(len(order), dtype=np.uint64)
         picked[order] = np.frombuffer(got, dtype=np.uint64)
         sizes[at[delta]] = picked
@@ -464,12 +464,12 @@ class _SearchRun:
             self.object_limit,
             None if ranks is None else ranks.tobytes(),
         )
-        bases_b, delta_list, stats = run_job(native, title=title, count=len(rows), progress=progress)
-        found = np.frombuffer(bases_b, dtype=np.int64)
+        searched = run_job(native, title=title, count=len(rows), progress=progress)
+        found = np.frombuffer(searched.bases, dtype=np.int64)
         got = np.flatnonzero(found >= 0)
         targets = rows[got]
         choice.base[targets] = rows[found[got]]
         assert choice.new is not None
         choice.new[targets] = True
-        deltas = {int(t): d for t, d in zip(targets, delta_list, strict=True)}
-        return SearchResult(choice, deltas, len(rows), len(bounds) - 1, stats)
+        deltas = {int(t): d for t, d in zip(targets, searched.deltas, strict=True)}
+        return SearchResult(choice, deltas, len(rows), len(bounds) - 1, searched.stats)

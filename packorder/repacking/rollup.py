@@ -184,8 +184,7 @@ def _walk(
         threads,
         object_format=repo.fmt.name,
     )
-    *walked, _graph = run_job(walker, title="Counting objects")
-    return Walked(*walked)
+    return run_job(walker, title="Counting objects").walked
 
 
 def _walk_order(repo: Repository, found: _Candidates, order: str, threads: int) -> _Candidates:

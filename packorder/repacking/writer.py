@@ -206,12 +206,12 @@ def write(
     )
 
     # No path for its errors: each names the file it is about (a source pack, or the new one).
-    offsets_b, crcs_b, checksum, size = run_job(
+    wrote = run_job(
         writer, lambda: writer.write(str(path)), title="Writing objects", count=len(plan.how), progress=progress
     )
-    offsets = np.frombuffer(offsets_b, dtype=np.uint64)
-    crcs = np.frombuffer(crcs_b, dtype=">u4").astype(np.uint32)
-    return WrittenPack(path, checksum, int(size), offsets, crcs, plan, repo.fmt)
+    offsets = np.frombuffer(wrote.offsets, dtype=np.uint64)
+    crcs = np.frombuffer(wrote.crcs, dtype=">u4").astype(np.uint32)
+    return WrittenPack(path, wrote.checksum, wrote.size, offsets, crcs, plan, repo.fmt)
 
 
 @dataclass
@@ -286,10 +286,9 @@ def _check_against_plan(written: WrittenPack) -> _EntryHeaders:
         raise PackError(f"new pack {path}: entry at offset {int(written.offsets[bad])} is not what was written")
     if isinstance(headers, BaseException):
         raise headers
-    kinds_b, sizes_b, hl_b, ofs_b, ids_b, _ = headers
-    kinds = np.frombuffer(kinds_b, dtype=np.uint8)
-    sizes = np.frombuffer(sizes_b, dtype=np.uint64)
-    ofs = np.frombuffer(ofs_b, dtype=np.uint64)
+    kinds = np.frombuffer(headers.kinds, dtype=np.uint8)
+    sizes = np.frombuffer(headers.sizes, dtype=np.uint64)
+    ofs = np.frombuffer(headers.ofs_bases, dtype=np.uint64)
     is_delta = (plan.how == COPY_DELTA) | (plan.how == NEW_DELTA)
     want_kinds = np.where(is_delta, np.where(kinds == OBJ_REF_DELTA, OBJ_REF_DELTA, OBJ_OFS_DELTA), plan.kinds)
     problems = kinds != want_kinds
@@ -299,12 +298,12 @@ def _check_against_plan(written: WrittenPack) -> _EntryHeaders:
     problems[ofs_rows] |= ofs[ofs_rows] != written.offsets[plan.base[ofs_rows]]
     ref_rows = np.flatnonzero(is_delta & (kinds == OBJ_REF_DELTA))
     if len(ref_rows):
-        ids = np.frombuffer(ids_b, dtype=np.uint8).reshape(-1, written.fmt.rawsz)
+        ids = np.frombuffer(headers.ref_ids, dtype=np.uint8).reshape(-1, written.fmt.rawsz)
         problems[ref_rows] |= (ids[ref_rows] != plan.oids[plan.base[ref_rows]]).any(axis=1)
     if problems.any():
         bad = int(np.flatnonzero(problems)[0])
         raise PackError(f"new pack {path}: entry at offset {int(written.offsets[bad])} does not match the plan")
-    return _EntryHeaders(kinds, sizes, np.frombuffer(hl_b, dtype=np.uint8), crcs)
+    return _EntryHeaders(kinds, sizes, np.frombuffer(headers.header_lens, dtype=np.uint8), crcs)
 
 
 def _entry_ends(written: WrittenPack) -> np.ndarray:
@@ -443,19 +442,19 @@ def verify_full(
     left = native.unresolved_offsets()
     if left:
         raise CorruptPackError(f"{FAILS}{len(left)} unresolved deltas", int(left[0]), path)
-    names, crcs_be, offsets_b, positions_be = native.index_table()
+    table = native.index_table()
     order = id_order(keys(written.plan.oids))
-    if names != np.ascontiguousarray(written.plan.oids[order]).tobytes():
-        found = np.frombuffer(names, dtype=np.uint8).reshape(-1, written.fmt.rawsz)
-        by_offset = np.argsort(np.frombuffer(offsets_b, dtype=np.uint64), kind="stable")
+    if table.names != np.ascontiguousarray(written.plan.oids[order]).tobytes():
+        found = np.frombuffer(table.names, dtype=np.uint8).reshape(-1, written.fmt.rawsz)
+        by_offset = np.argsort(np.frombuffer(table.offsets, dtype=np.uint64), kind="stable")
         got = found[by_offset]  # the id of each entry, in pack order
         if len(got) == len(written.plan.oids):
             entry = int(np.flatnonzero((got != written.plan.oids).any(axis=1))[0])
             raise _not_the_planned_object(written, entry, got[entry].tobytes().hex())
         raise CorruptPackError(f"{FAILS}its objects are not the planned ones", None, path)
-    if not np.array_equal(np.frombuffer(offsets_b, dtype=np.uint64), written.offsets[order]):
+    if not np.array_equal(np.frombuffer(table.offsets, dtype=np.uint64), written.offsets[order]):
         raise CorruptPackError(f"{FAILS}its objects are not where they were planned", None, path)
     if native.checksum != written.checksum:
         raise CorruptPackError(f"{FAILS}trailer mismatch", None, path)
-    offsets = np.frombuffer(offsets_b, dtype=np.uint64)
-    return _index_files(names, crcs_be, offsets, positions_be, written.checksum, written.fmt)
+    offsets = np.frombuffer(table.offsets, dtype=np.uint64)
+    return _index_files(table.names, table.crcs, offsets, table.rev_positions, written.checksum, written.fmt)

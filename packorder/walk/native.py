@@ -18,7 +18,6 @@ import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -31,19 +30,9 @@ from packorder.settings import delta_base_cache_limit, physical_memory, thread_c
 WALKS = ("git", "native")
 
 
-# What the walk says of an object the repository lacks (native/src/walk/walker.rs).
-@dataclass(frozen=True)
-class Walked:
-    """What a walk gives: the ids, one after another, in Git's order; for each, the hashes of
-    the path it was found at (native/src/walk/path_names.rs): Git's name hash, version 1 and
-    2 (native u32s), and the whole path's (native u64s; 0: none, a commit or tag); and the
-    ids of missing objects the walk was allowed to pass."""
-
-    ids: bytes
-    name_hashes: bytes
-    name_hashes_v2: bytes
-    path_hashes: bytes
-    missing: bytes
+# What a walk gives, Git's or packorder's: the ids in Git's order, the hashes of their paths,
+# the missing ids passed (native/src/python/walk.rs).
+Walked = _native.Walked
 
 
 class Walk(Protocol):
@@ -170,7 +159,7 @@ class NativeWalk:
         self.in_commit_order = in_commit_order
         self.walker = walker
         self.git_dir, self.fmt, self.fallback = git_dir, fmt, fallback
-        self._result: tuple[Walked, object | None] | None = None
+        self._result: _native.ObjectWalk | None = None
         self._fallen_back: Walk | None = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="packorder-walk", daemon=True)
@@ -178,8 +167,7 @@ class NativeWalk:
 
     def _run(self) -> None:
         try:
-            *walked, graph = self.walker.run()
-            self._result = Walked(*walked), graph
+            self._result = self.walker.run()
         except BaseException as e:  # reported by result()
             self.error = e
 
@@ -195,7 +183,7 @@ class NativeWalk:
         if self.error is not None:
             raise self.error
         assert self._result is not None
-        walked = self._result[0]
+        walked = self._result.walked
         if walked.missing and self._arrived([oid.hex() for oid in self.fmt.split(walked.missing)]):
             return self._fall_back()
         return walked
@@ -210,7 +198,7 @@ class NativeWalk:
         and its result is this walk's own; call after result()."""
         if self._fallen_back is not None:
             return self._fallen_back.graph()
-        return self._result[1] if self._result is not None else None
+        return self._result.edges if self._result is not None else None
 
     def _arrived(self, oids_hex: list[str]) -> bool:
         """Whether the repository has any of these objects now (unlisted: they arrived)."""

@@ -98,7 +98,7 @@ class ObjectWalk:
             raise RepositoryError(f"cannot list the repository's objects: {self.error}")
         if code != 0:
             raise native_walk.walk_failed(self.stderr, code)
-        self._result = native_walk.Walked(*self.parser.finish())
+        self._result = self.parser.finish()
         return self._result
 
     def graph(self) -> None:

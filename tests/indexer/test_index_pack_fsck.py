@@ -352,8 +352,8 @@ def test_objects_a_scan_thread_read_from_a_false_boundary_are_not_checked(tmp_pa
     indexer.set_checks(checks)
     indexer.scan()
     indexer.resolve()
-    findings, foreign, _, outside = indexer.finish_checks()
-    assert (findings, foreign, outside) == ([], b"", [])
+    checked = indexer.finish_checks()
+    assert (checked.findings, checked.foreign_ids, checked.outside) == ([], b"", [])
     assert git(None, "index-pack", "--strict", str(pack)) and (tmp_path / "p.idx").exists()
 
 

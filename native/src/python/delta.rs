@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::pack::object_read::{Locator, Store, LOOSE};
 use crate::progress::Progress;
@@ -63,6 +63,18 @@ struct Job {
     chunks: Vec<usize>,
     opts: Options,
     threads: usize,
+}
+
+/// What DeltaSearch.run found.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub struct FoundDeltas {
+    /// One per candidate, native i64s: the candidate it is a delta against, or -1.
+    bases: Py<PyBytes>,
+    /// The deltas, in candidate order, of the candidates with a base.
+    deltas: Py<PyList>,
+    /// The search's counts (tries, objects read, inflated, deltas applied, cache hits and
+    /// evictions).
+    stats: Py<PyDict>,
 }
 
 /// The window search over a sorted candidate list; see delta_search.rs.
@@ -162,9 +174,8 @@ impl DeltaSearch {
         })
     }
 
-    /// Run the search: returns (bases as native i64s, one per candidate: the candidate it is
-    /// a delta against or -1; the deltas, in candidate order, of those with a base; stats).
-    fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    /// Run the search.
+    fn run(&self, py: Python<'_>) -> PyResult<FoundDeltas> {
         let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(job) = job else {
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
@@ -200,12 +211,11 @@ impl DeltaSearch {
         stats.set_item("deltas_applied", found.stats.applied)?;
         stats.set_item("cache_hits", found.stats.cache_hits)?;
         stats.set_item("cache_evictions", found.stats.evictions)?;
-        let items: [Py<PyAny>; 3] = [
-            PyBytes::new(py, &bases).into_any().unbind(),
-            deltas.into_any().unbind(),
-            stats.into_any().unbind(),
-        ];
-        PyTuple::new(py, items)
+        Ok(FoundDeltas {
+            bases: PyBytes::new(py, &bases).unbind(),
+            deltas: deltas.unbind(),
+            stats: stats.unbind(),
+        })
     }
 
     /// (phase, done, total).

@@ -117,11 +117,27 @@ impl FileChecksum {
     }
 }
 
-/// The entry headers at `offsets` (native u64s, ascending) of the pack at `path`:
-/// (kinds, sizes as u64s, header lengths, OFS base offsets as u64s (0 if none), REF base
-/// ids (zero bytes if none), object sizes as u64s), each a bytes object in the order of
-/// `offsets`. Object sizes of deltas come from the delta header (their first bytes inflated);
-/// with `object_sizes=False` they are not read (all zero), which saves an inflate a delta.
+/// The entry headers at `offsets` (native u64s, ascending) of the pack at `path`, in the
+/// order of `offsets`. Object sizes of deltas come from the delta header (their first bytes
+/// inflated); with `object_sizes=False` they are not read (all zero), which saves an inflate
+/// a delta.
+/// What read_entry_headers read, one row an entry.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub struct EntryHeaders {
+    /// The type each entry is stored as, one byte each.
+    kinds: Py<PyBytes>,
+    /// The size the header gives (a delta's: the delta's), native u64s.
+    sizes: Py<PyBytes>,
+    /// The header's length, one byte each.
+    header_lens: Py<PyBytes>,
+    /// An OFS delta's base offset, native u64s; 0 for other entries.
+    ofs_bases: Py<PyBytes>,
+    /// A REF delta's base id, one after another; zero bytes for other entries.
+    ref_ids: Py<PyBytes>,
+    /// The size of the object each entry holds, native u64s (all 0 unless asked).
+    object_sizes: Py<PyBytes>,
+}
+
 #[pyfunction]
 #[pyo3(signature = (path, offsets, object_sizes=true, object_format="sha1"))]
 pub(crate) fn read_entry_headers<'py>(
@@ -130,7 +146,7 @@ pub(crate) fn read_entry_headers<'py>(
     offsets: &[u8],
     object_sizes: bool,
     object_format: &str,
-) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+) -> PyResult<EntryHeaders> {
     let offs = u64s(offsets);
     let algo = hash_named(object_format)?;
     let h = py
@@ -143,17 +159,14 @@ pub(crate) fn read_entry_headers<'py>(
     let bases = bytes_of(&h.ofs_bases, u64::to_ne_bytes);
     let ids = crate::pack::object_id::concat(&h.ref_ids);
     let object_sizes = bytes_of(&h.object_sizes, u64::to_ne_bytes);
-    pyo3::types::PyTuple::new(
-        py,
-        [
-            PyBytes::new(py, &h.entries.kinds),
-            PyBytes::new(py, &sizes),
-            PyBytes::new(py, &h.entries.header_lens),
-            PyBytes::new(py, &bases),
-            PyBytes::new(py, &ids),
-            PyBytes::new(py, &object_sizes),
-        ],
-    )
+    Ok(EntryHeaders {
+        kinds: PyBytes::new(py, &h.entries.kinds).unbind(),
+        sizes: PyBytes::new(py, &sizes).unbind(),
+        header_lens: PyBytes::new(py, &h.entries.header_lens).unbind(),
+        ofs_bases: PyBytes::new(py, &bases).unbind(),
+        ref_ids: PyBytes::new(py, &ids).unbind(),
+        object_sizes: PyBytes::new(py, &object_sizes).unbind(),
+    })
 }
 
 /// CRC32 of each byte range `[starts[i], ends[i])` (native u64s) of the file at `path`, as

@@ -100,26 +100,34 @@ pub(crate) fn findings_to_py(
     pyo3::types::PyList::new(py, rows).expect("a list of tuples")
 }
 
-/// The end of the object checks: (findings, ids of linked objects the pack lacks, the type
-/// each link expects, special blobs the pack lacks as (id, "gitmodules" or "gitattributes")).
-pub(crate) fn outcome_to_py<'py>(
-    py: Python<'py>,
-    out: checks::Outcome,
-) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+/// What the object checks found once they end.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub struct CheckOutcome {
+    /// One (id, [(level, text)], fatal line or None) per object a check spoke of.
+    findings: Py<pyo3::types::PyList>,
+    /// Ids of linked objects the pack lacks, one after another.
+    foreign_ids: Py<PyBytes>,
+    /// The type each of those links expects, one byte each.
+    foreign_kinds: Py<PyBytes>,
+    /// Special blobs the pack lacks, as (id, "gitmodules" or "gitattributes").
+    outside: Py<pyo3::types::PyList>,
+}
+
+/// The end of the object checks as Python reads it.
+pub(crate) fn outcome_to_py(py: Python<'_>, out: checks::Outcome) -> PyResult<CheckOutcome> {
     let ids: Vec<u8> = concat(out.foreign.iter().map(|(id, _)| id));
     let kinds: Vec<u8> = out.foreign.iter().map(|&(_, k)| k).collect();
-    let outside: Vec<(Bound<'py, PyBytes>, &str)> = out
+    let outside: Vec<(Bound<'_, PyBytes>, &str)> = out
         .outside
         .iter()
         .map(|(id, s)| (PyBytes::new(py, id), special_name(*s)))
         .collect();
-    (
-        findings_to_py(py, out.findings),
-        PyBytes::new(py, &ids),
-        PyBytes::new(py, &kinds),
-        outside,
-    )
-        .into_pyobject(py)
+    Ok(CheckOutcome {
+        findings: findings_to_py(py, out.findings).unbind(),
+        foreign_ids: PyBytes::new(py, &ids).unbind(),
+        foreign_kinds: PyBytes::new(py, &kinds).unbind(),
+        outside: pyo3::types::PyList::new(py, outside)?.unbind(),
+    })
 }
 
 /// The special blob Python names ("gitmodules" or "gitattributes").

@@ -11,9 +11,39 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use crate::index::indexer::{Indexer, IndexerOptions, StepError};
 use crate::progress::Progress;
 use crate::python::arrays::{bytes_of, hash_named, one_id};
-use crate::python::fsck::{findings_to_py, outcome_to_py, special_named, CheckOptions};
+use crate::python::fsck::{
+    findings_to_py, outcome_to_py, special_named, CheckOptions, CheckOutcome,
+};
 use crate::python::stream::PackStream;
 use crate::to_py_err;
+
+/// The index table of an indexed pack, one row an object, in name order.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub struct IndexTable {
+    /// The ids, one after another.
+    names: Py<PyBytes>,
+    /// The CRC32 of each entry's bytes, big-endian u32s.
+    crcs: Py<PyBytes>,
+    /// Each entry's pack offset, native u64s.
+    offsets: Py<PyBytes>,
+    /// In pack order, each entry's place in name order: the `.rev` file's big-endian u32s.
+    rev_positions: Py<PyBytes>,
+}
+
+/// An indexed pack's entries, in pack order.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub struct IndexedEntries {
+    /// Native u64s.
+    offsets: Py<PyBytes>,
+    /// The type each entry is stored as (a delta's is 6 or 7), one byte each.
+    kinds: Py<PyBytes>,
+    /// The type of the object each entry holds, one byte each.
+    real_kinds: Py<PyBytes>,
+    /// The size of each object, native u64s.
+    sizes: Py<PyBytes>,
+    /// The ids, one after another.
+    ids: Py<PyBytes>,
+}
 
 #[pyclass(frozen, module = "packorder._native")]
 pub struct PackIndexer {
@@ -111,7 +141,7 @@ impl PackIndexer {
     }
 
     /// End the object checks (after resolving and completing): python::fsck::outcome_to_py.
-    fn finish_checks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    fn finish_checks(&self, py: Python<'_>) -> PyResult<CheckOutcome> {
         let st = self.lock();
         let st = &*st;
         let out = py.detach(|| st.finish_checks()).map_err(step_err)?;
@@ -190,10 +220,9 @@ impl PackIndexer {
         Ok(PyBytes::new(py, &sum))
     }
 
-    /// The index table: (names, crc32s big-endian, offsets as native u64, rev positions
-    /// big-endian u32), names sorted as Git sorts them (by id, ties by pack offset).
+    /// The index table, names sorted as Git sorts them (by id, ties by pack offset).
     /// Ends resolution (Indexer::name_order).
-    fn index_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    fn index_table(&self, py: Python<'_>) -> PyResult<IndexTable> {
         let mut st = self.lock();
         let st = &mut *st;
         let order = py.detach(|| st.name_order()).map_err(step_err)?;
@@ -226,23 +255,27 @@ impl PackIndexer {
             }
             Ok(())
         })?;
-        PyTuple::new(py, [names, crcs, offsets, rev])
+        Ok(IndexTable {
+            names: names.unbind(),
+            crcs: crcs.unbind(),
+            offsets: offsets.unbind(),
+            rev_positions: rev.unbind(),
+        })
     }
 
-    /// Per-entry arrays in pack order: (offsets u64, kinds u8, real kinds u8, sizes u64, ids).
-    fn entries<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    /// Per-entry arrays in pack order.
+    fn entries(&self, py: Python<'_>) -> PyResult<IndexedEntries> {
         let st = self.lock();
         let table = st.table().map_err(step_err)?;
         let offsets = bytes_of(&table.entries.offsets, u64::to_ne_bytes);
         let sizes = bytes_of(&table.entries.sizes, u64::to_ne_bytes);
-        let items = [
-            PyBytes::new(py, &offsets),
-            PyBytes::new(py, &table.entries.kinds),
-            PyBytes::new(py, &table.real_kinds),
-            PyBytes::new(py, &sizes),
-            PyBytes::new(py, table.oids.as_bytes()),
-        ];
-        PyTuple::new(py, items)
+        Ok(IndexedEntries {
+            offsets: PyBytes::new(py, &offsets).unbind(),
+            kinds: PyBytes::new(py, &table.entries.kinds).unbind(),
+            real_kinds: PyBytes::new(py, &table.real_kinds).unbind(),
+            sizes: PyBytes::new(py, &sizes).unbind(),
+            ids: PyBytes::new(py, table.oids.as_bytes()).unbind(),
+        })
     }
 
     /// Offsets (native u64s) of the entries the second pass read, in the order the reads

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::PyBytes;
 
 use crate::error::PackError;
 use crate::pack::entries::PackEntries;
@@ -18,6 +18,19 @@ use crate::write::pack_writer::{write_pack, Plan};
 
 pub(crate) fn bad_plan(what: &str) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(format!("bad pack plan: {what}"))
+}
+
+/// What PackWriter.write wrote, its entries in pack order.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub struct WriteOutcome {
+    /// Each entry's offset, native u64s.
+    offsets: Py<PyBytes>,
+    /// The CRC32 of each entry's bytes, big-endian u32s.
+    crcs: Py<PyBytes>,
+    /// The pack's trailing checksum.
+    checksum: Py<PyBytes>,
+    /// The pack file's size in bytes.
+    size: u64,
 }
 
 /// Writes one pack from a plan; see write/pack_writer.rs for the meaning of each column.
@@ -110,9 +123,8 @@ impl PackWriter {
         })
     }
 
-    /// Write the pack to `path`; returns (offsets as native u64s, crcs as big-endian u32s,
-    /// checksum, pack size). Nothing is left at `path` on failure.
-    fn write<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyTuple>> {
+    /// Write the pack to `path`. Nothing is left at `path` on failure.
+    fn write(&self, py: Python<'_>, path: PathBuf) -> PyResult<WriteOutcome> {
         let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some((store, plan)) = job else {
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
@@ -132,13 +144,12 @@ impl PackWriter {
             .map_err(|e: PackError| to_py_err(e))?;
         let offsets = bytes_of(&written.offsets, u64::to_ne_bytes);
         let crcs = bytes_of(&written.crcs, u32::to_be_bytes);
-        let items: [Py<PyAny>; 4] = [
-            PyBytes::new(py, &offsets).into_any().unbind(),
-            PyBytes::new(py, &crcs).into_any().unbind(),
-            PyBytes::new(py, &written.checksum).into_any().unbind(),
-            written.size.into_pyobject(py)?.into_any().unbind(),
-        ];
-        PyTuple::new(py, items)
+        Ok(WriteOutcome {
+            offsets: PyBytes::new(py, &offsets).unbind(),
+            crcs: PyBytes::new(py, &crcs).unbind(),
+            checksum: PyBytes::new(py, &written.checksum).unbind(),
+            size: written.size,
+        })
     }
 
     fn progress(&self) -> (u8, u64, u64) {

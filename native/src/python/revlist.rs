@@ -1,12 +1,10 @@
 //! The Python face of the parser of `git rev-list --objects` output (walk/revlist.rs).
 
-use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
-
-use crate::pack::object_id::concat;
-use crate::python::arrays::{self, bytes_of};
+use crate::python::arrays;
+use crate::python::walk::Walked;
 use crate::to_py_err;
 use crate::walk::revlist::RevListParser;
+use pyo3::prelude::*;
 
 /// Parses `git rev-list --objects` output fed in chunks.
 #[pyclass(module = "packorder._native")]
@@ -47,23 +45,11 @@ impl RevList {
         .map_err(to_py_err)
     }
 
-    /// (ids, name hashes version 1 and 2 as native u32s, path hashes as native u64s, missing
-    /// ids).
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    /// The objects listed, as a walk gives them.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<Walked> {
         self.0.finish().map_err(to_py_err)?;
         let algo = self.0.algo;
         let p = std::mem::replace(&mut self.0, RevListParser::new(algo));
-        let oids = concat(&p.oids);
-        let missing = concat(&p.missing);
-        PyTuple::new(
-            py,
-            [
-                PyBytes::new(py, &oids),
-                PyBytes::new(py, &bytes_of(&p.names.v1, u32::to_ne_bytes)),
-                PyBytes::new(py, &bytes_of(&p.names.v2, u32::to_ne_bytes)),
-                PyBytes::new(py, &bytes_of(&p.names.paths, u64::to_ne_bytes)),
-                PyBytes::new(py, &missing),
-            ],
-        )
+        Ok(Walked::new(py, &p.oids, &p.names, &p.missing))
     }
 }

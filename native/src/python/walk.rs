@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::PyBytes;
 
 use crate::error::PackError;
 use crate::pack::entry_header::{HashAlgo, ObjectId};
@@ -17,6 +17,7 @@ use crate::walk::edges::WalkGraph;
 use crate::walk::index_file::{index_roots, IndexRoots};
 use crate::walk::odb::ObjectDb;
 use crate::walk::parallel::RUN_ITEMS;
+use crate::walk::path_names::PathNames;
 use crate::walk::traverse::{walk, PARALLEL_FROM};
 use crate::walk::walker::{Root, WalkOptions};
 
@@ -117,9 +118,8 @@ impl ObjectWalker {
         })
     }
 
-    /// Walk: (ids one after another, in Git's order; name hashes version 1 and 2 as native
-    /// u32s; path hashes as native u64s; missing ids; the graph recorded, or None).
-    fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    /// Walk.
+    fn run(&self, py: Python<'_>) -> PyResult<ObjectWalk> {
         let job = self.job.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(mut job) = job else {
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
@@ -156,25 +156,10 @@ impl ObjectWalker {
             }),
             false => None,
         };
-        let items: [Py<PyAny>; 6] = [
-            PyBytes::new(py, &crate::pack::object_id::concat(&w.ids))
-                .into_any()
-                .unbind(),
-            PyBytes::new(py, &bytes_of(&w.names.v1, u32::to_ne_bytes))
-                .into_any()
-                .unbind(),
-            PyBytes::new(py, &bytes_of(&w.names.v2, u32::to_ne_bytes))
-                .into_any()
-                .unbind(),
-            PyBytes::new(py, &bytes_of(&w.names.paths, u64::to_ne_bytes))
-                .into_any()
-                .unbind(),
-            PyBytes::new(py, &crate::pack::object_id::concat(&w.missing))
-                .into_any()
-                .unbind(),
-            edges.into_pyobject(py)?.into_any().unbind(),
-        ];
-        PyTuple::new(py, items)
+        Ok(ObjectWalk {
+            walked: Py::new(py, Walked::new(py, &w.ids, &w.names, &w.missing))?,
+            edges: edges.map(|e| Py::new(py, e)).transpose()?,
+        })
     }
 
     /// (phase, done, total).
@@ -185,6 +170,62 @@ impl ObjectWalker {
     fn cancel(&self) {
         self.progress.cancelled.store(true, Ordering::Relaxed);
     }
+}
+
+/// What a walk gives, one row an object in Git's order: the hashes of the path it was found
+/// at are walk/path_names.rs's.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub struct Walked {
+    /// The ids, one after another.
+    ids: Py<PyBytes>,
+    /// Git's name hash (version 1) of each path, native u32s.
+    name_hashes: Py<PyBytes>,
+    /// Git's name hash version 2 of each path, native u32s.
+    name_hashes_v2: Py<PyBytes>,
+    /// The whole path's hash, native u64s; 0: none (a commit or a tag).
+    path_hashes: Py<PyBytes>,
+    /// Ids of missing objects the walk was allowed to pass, one after another.
+    missing: Py<PyBytes>,
+}
+
+impl Walked {
+    pub(crate) fn new(
+        py: Python<'_>,
+        ids: &[ObjectId],
+        names: &PathNames,
+        missing: &[ObjectId],
+    ) -> Walked {
+        let bytes = |b: &[u8]| PyBytes::new(py, b).unbind();
+        Walked {
+            ids: bytes(&crate::pack::object_id::concat(ids)),
+            name_hashes: bytes(&bytes_of(&names.v1, u32::to_ne_bytes)),
+            name_hashes_v2: bytes(&bytes_of(&names.v2, u32::to_ne_bytes)),
+            path_hashes: bytes(&bytes_of(&names.paths, u64::to_ne_bytes)),
+            missing: bytes(&crate::pack::object_id::concat(missing)),
+        }
+    }
+}
+
+#[pymethods]
+impl Walked {
+    /// Two walks are the same when every column is.
+    fn __eq__(&self, py: Python<'_>, other: PyRef<'_, Self>) -> bool {
+        let same =
+            |a: &Py<PyBytes>, b: &Py<PyBytes>| a.bind(py).as_bytes() == b.bind(py).as_bytes();
+        same(&self.ids, &other.ids)
+            && same(&self.name_hashes, &other.name_hashes)
+            && same(&self.name_hashes_v2, &other.name_hashes_v2)
+            && same(&self.path_hashes, &other.path_hashes)
+            && same(&self.missing, &other.missing)
+    }
+}
+
+/// What ObjectWalker.run gives.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub struct ObjectWalk {
+    walked: Py<Walked>,
+    /// The commit and tree graph recorded, when the walker was asked to.
+    edges: Option<Py<WalkEdges>>,
 }
 
 /// The commit and tree graph a walk recorded, for the bitmap of the pack written from it
