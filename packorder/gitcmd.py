@@ -46,10 +46,12 @@ def git_env(extra: dict[str, str] | None = None, as_stored: bool = True) -> dict
 
 
 @functools.cache
+@functools.cache
 def git_version() -> tuple[int, ...]:
     """The version of the `git` packorder runs, as numbers: (2, 47, 3), or (2, 55) for a
     build's "2.55.GIT". Where Git's behaviour changed, packorder follows the Git in use;
-    () when that Git does not answer."""
+    () when that Git does not answer. Asked once a process: index-pack asks it on every
+    push, in more than one place."""
     try:
         proc = subprocess.run([GIT, "--version"], capture_output=True, text=True, env=git_env())
     except OSError:

@@ -45,15 +45,18 @@ def pack_header(value: str) -> bytes:
     """The 12 bytes of `--pack_header=VERSION,OBJECTS` (a caller that read them already, as
     receive-pack and fetch-pack do), parsed as Git parses it."""
     version, comma, count = value.partition(",")
-    # The words of the Git in use (reworded in 2.49) and its status (128: it dies, it
-    # shows no usage).
-    bad = PackError(f"bad --pack_header: {value}" if git_version() >= (2, 49) else f"bad --pack_header={value}")
     if not comma or not version.isdigit() or not count.isdigit():
-        raise bad
+        raise _bad_pack_header(value)
     try:
         return b"PACK" + struct.pack(">II", int(version), int(count))
     except struct.error:
-        raise bad from None
+        raise _bad_pack_header(value) from None
+
+
+def _bad_pack_header(value: str) -> PackError:
+    # The words of the Git in use (reworded in 2.49) and its status (128: it dies, it shows
+    # no usage); asked only for a bad header, not on every push.
+    return PackError(f"bad --pack_header: {value}" if git_version() >= (2, 49) else f"bad --pack_header={value}")
 
 
 class Received(NamedTuple):
