@@ -192,19 +192,19 @@ def gc_cmd(
     commit-graph), with packorder's repack in place of git repack, so that it keeps the order:
     the small packs roll up in order beside the ordered pack, and everything is repacked into
     one ordered pack when the progression collapses or the layout drifts."""
-    from packorder.repacking.maintenance import KEEP_CONFIGURED, gc
+    from packorder.repacking import maintenance
 
     if no_prune and prune != CONFIGURED:
         raise click.UsageError("--prune and --no-prune cannot be used together", ctx)
     show = progress_of(quiet, verbose)
     notices = Notes(verbose=verbose, quiet=quiet, held=False)  # Git's "Auto packing ...": with -v
     with progress_mod.closing_line(show):
-        result = gc(
+        result = maintenance.gc(
             repo,
             auto=auto,
             full=full,
             aggressive=aggressive,
-            prune=None if no_prune else (KEEP_CONFIGURED if prune == CONFIGURED else prune),
+            prune=None if no_prune else (maintenance.CONFIGURED if prune == CONFIGURED else prune),
             force=force,
             quiet=quiet,
             order=order,

@@ -57,7 +57,6 @@ class Configured:
 
 
 CONFIGURED = Configured()
-KEEP_CONFIGURED = CONFIGURED  # the command line's name for it
 
 
 @dataclass

@@ -23,13 +23,12 @@ def partial_clone_hint(git_dir: Path) -> str:
 def git_command(workload: WorkloadSpec, git_dir: Path, git: str, cwd: Path | None = None) -> runner.Command:
     """The command of a resolved Git-traced workload, run on the repository at `git_dir`
     (custom: in `cwd`, as if typed there)."""
-    base = [git, "--git-dir", str(git_dir)]
     run_of = CATALOG[workload.name].git
     if run_of is not None:
         it = run_of(workload)
         settings = [arg for setting in it.settings for arg in ("-c", setting)]
         stdin = it.stdin(git_dir) if it.stdin is not None else b""
-        argv = [git, *settings, *base[1:], *it.args]
+        argv = [git, *settings, "--git-dir", str(git_dir), *it.args]
         return runner.Command(argv, stdin, {}, git_dir, partial_clone_hint(git_dir), workload.describe(), it.ok)
     # custom: `git ARGS` as if run in the directory the user named
     argv = [git, *workload.git_args]
