@@ -8,6 +8,8 @@ import inspect
 
 import pytest
 
+from packorder.cli.options import ORDERS_EPILOG
+from packorder.orders import catalog
 from packorder.orders.catalog import CATALOG as ORDER_CATALOG
 from packorder.orders.catalog import HISTORY_FACTS, history_needs
 from packorder.orders.functions import ORDERS
@@ -27,6 +29,18 @@ def test_every_order_names_its_function_and_known_facts(name: str) -> None:
     first, *rest = inspect.signature(fn).parameters.values()
     assert first.name == "objs" and all(p.default is not inspect.Parameter.empty for p in rest)
     assert ORDERS[name].needs == info.needs
+
+
+def test_an_entry_needing_an_unknown_fact_is_refused() -> None:
+    with pytest.raises(ValueError, match="release"):
+        catalog._order("permutations.recency", "intro release", "a misspelt fact")
+
+
+def test_the_orders_help_fits_80_columns() -> None:
+    # click indents an epilog by two columns.
+    lines = ORDERS_EPILOG.splitlines()[2:]
+    assert len(lines) == len(ORDER_CATALOG)
+    assert max(len(line) + 2 for line in lines) <= 80
 
 
 def test_orders_needs_together_are_the_union() -> None:

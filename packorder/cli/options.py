@@ -14,7 +14,8 @@ from packorder.orders.catalog import CATALOG
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 # One line an order, below the options (`\b`: click keeps these lines as they are).
-ORDERS_EPILOG = "\b\nOrders:\n" + "\n".join(f"  {name:<20} {info.summary}" for name, info in CATALOG.items())
+_NAME_WIDTH = max(map(len, CATALOG))
+ORDERS_EPILOG = "\b\nOrders:\n" + "\n".join(f"  {name:<{_NAME_WIDTH}} {info.summary}" for name, info in CATALOG.items())
 
 quiet_option = click.option("-q", "--quiet", "quiet", is_flag=True, help="Print nothing but warnings and errors.")
 verbose_option = click.option(

@@ -43,87 +43,46 @@ class OrderInfo:
         return HEAD in self.needs
 
 
-# Every order, one entry each: a new order is an entry here and its function.
+def _order(function: str, needs: str, summary: str) -> OrderInfo:
+    """A catalog entry; `needs`: the HISTORY_FACTS it needs, by name, space-separated."""
+    facts = frozenset(needs.split())
+    if not facts <= set(HISTORY_FACTS):
+        raise ValueError(f"{function} needs {sorted(facts - set(HISTORY_FACTS))}: not facts of history")
+    return OrderInfo(function, facts, summary)
+
+
+# Every order, one entry each: a new order is an entry here and its function. A summary is
+# at most 53 characters, so that `--help` lists the orders in 80 columns.
 CATALOG: dict[str, OrderInfo] = {
-    "recency": OrderInfo(
-        "permutations.recency",
-        frozenset(),
-        "Git's intended order on real types: tag tips, commits, trees, delta families",
+    "recency": _order("permutations.recency", "", "Git's order: tag tips, commits, trees, delta families"),
+    "git": _order("permutations.git", "", "what git pack-objects writes when it reuses deltas"),
+    "rev-list": _order("permutations.rev_list", "", "plain discovery order (Git before 2011)"),
+    "type": _order("permutations.by_type", "", "commits, tags, trees, blobs, each in discovery order"),
+    "interleaved": _order("permutations.interleaved", "intro", "recency, each commit before the trees it introduces"),
+    "windowed": _order("permutations.windowed", "intro", "interleaved by windows of 16 commits"),
+    "interleaved-recent": _order(
+        "permutations.interleaved_recent_families", "intro", "interleaved, delta families by their newest commit"
     ),
-    "git": OrderInfo(
-        "permutations.git",
-        frozenset(),
-        "what git pack-objects writes when it reuses deltas",
+    "windowed-256": _order("permutations.windowed_wide", "intro", "interleaved by windows of 256 commits"),
+    "history": _order(
+        "permutations.history", "intro unreleased", "tag tips, 2 MiB commit+tree windows, new blobs first"
     ),
-    "rev-list": OrderInfo(
-        "permutations.rev_list",
-        frozenset(),
-        "plain discovery order (Git before 2011)",
+    "history-each-commit": _order(
+        "permutations.history_each_commit", "intro unreleased", "history, each commit followed by its own trees"
     ),
-    "type": OrderInfo(
-        "permutations.by_type",
-        frozenset(),
-        "commits, tags, trees, blobs, each in discovery order",
+    "history-tags-midway": _order(
+        "permutations.history_tags_midway", "intro unreleased", "history, tag tips halfway through the commits"
     ),
-    "interleaved": OrderInfo(
-        "permutations.interleaved",
-        frozenset({INTRO}),
-        "recency, with each commit followed by the trees it introduces",
+    "trees-first": _order(
+        "permutations.trees_first", "intro unreleased", "history, each commit after the trees it introduces"
     ),
-    "windowed": OrderInfo(
-        "permutations.windowed",
-        frozenset({INTRO}),
-        "interleaved by windows of 16 commits",
+    "recency-dfs": _order("permutations.recency_depth_first", "", "recency, blob families depth first"),
+    "recency-unreleased": _order(
+        "permutations.recency_unreleased", "unreleased", "recency-dfs, HEAD's unreleased families first"
     ),
-    "interleaved-recent": OrderInfo(
-        "permutations.interleaved_recent_families",
-        frozenset({INTRO}),
-        "interleaved, delta families ordered by their newest commit",
-    ),
-    "windowed-256": OrderInfo(
-        "permutations.windowed_wide",
-        frozenset({INTRO}),
-        "interleaved by windows of 256 commits",
-    ),
-    "history": OrderInfo(
-        "permutations.history",
-        frozenset({INTRO, UNRELEASED}),
-        "tag tips alone, ~2 MiB windows of commits each followed by their trees, unreleased blobs first",
-    ),
-    "history-each-commit": OrderInfo(
-        "permutations.history_each_commit",
-        frozenset({INTRO, UNRELEASED}),
-        "history, each commit followed by its own trees",
-    ),
-    "history-tags-midway": OrderInfo(
-        "permutations.history_tags_midway",
-        frozenset({INTRO, UNRELEASED}),
-        "history, tag tips halfway through the commits",
-    ),
-    "trees-first": OrderInfo(
-        "permutations.trees_first",
-        frozenset({INTRO, UNRELEASED}),
-        "history, each commit after the trees it introduces",
-    ),
-    "recency-dfs": OrderInfo(
-        "permutations.recency_depth_first",
-        frozenset(),
-        "recency, blob families depth first",
-    ),
-    "recency-unreleased": OrderInfo(
-        "permutations.recency_unreleased",
-        frozenset({UNRELEASED}),
-        "recency, blob families depth first, HEAD's unreleased families first",
-    ),
-    "paths": OrderInfo(
-        "tree_paths.paths",
-        frozenset({UNRELEASED, HEAD}),
-        "for cold log, log -- PATH, blame, fetch: HEAD's commits first, trees by path, new blobs' chains first",
-    ),
-    "paths-unreleased-trees": OrderInfo(
-        "tree_paths.paths_unreleased_trees",
-        frozenset({UNRELEASED, HEAD}),
-        "for cold log -- PATH: paths, with only the unreleased trees and their chains before the trees by path",
+    "paths": _order("tree_paths.paths", "unreleased head", "HEAD's commits first, trees by path, new chains first"),
+    "paths-unreleased-trees": _order(
+        "tree_paths.paths_unreleased_trees", "unreleased head", "paths, only unreleased trees before those by path"
     ),
 }
 
