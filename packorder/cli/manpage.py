@@ -10,9 +10,9 @@ checks that both are current."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
-import sys
 from pathlib import Path
 
 from packorder.cli import config_keys
@@ -241,8 +241,17 @@ def write_configuration(path: Path = CONFIGURATION_DOC) -> Path:
     return path
 
 
-if __name__ == "__main__":
-    # A directory given (a build's): only the pages; otherwise the pages and docs/configuration.md.
-    written = write(Path(sys.argv[1])) if len(sys.argv) > 1 else [*write(), write_configuration()]
+def _main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m packorder.cli.manpage",
+        description="Write the manual pages and docs/configuration.md from the commands' help.",
+    )
+    parser.add_argument("directory", nargs="?", type=Path, help="write only the pages, into this directory")
+    args = parser.parse_args()
+    written = write(args.directory) if args.directory else [*write(), write_configuration()]
     for path in written:
         print(path)
+
+
+if __name__ == "__main__":
+    _main()
