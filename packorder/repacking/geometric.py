@@ -208,17 +208,10 @@ def _result(
     dry_run: bool,
 ) -> RepackResult:
     """What the roll-up will report, before anything is written."""
-    return RepackResult.planned(
-        repo,
-        opts,
-        table,
-        groups,
-        dry_run,
-        reachable=table.count,
-        unreachable_kept=0,
-        unreachable_pruned=0,
+    planned = RepackResult.planned(repo, opts, table, groups, dry_run)
+    return replace(
+        planned,
         old_pack_bytes=sum(p.size for p in going),
-        bitmap=False,
         strategy="geometric",
         rolled_up=[p.path for p in going],
         ordered_pack=geometry.preferred.path if geometry.preferred is not None else None,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -340,20 +340,14 @@ def _result(
     repo: Repository, opts: RepackOptions, found: _Enumerated, groups: list[groups_mod.PackGroup], dry_run: bool
 ) -> RepackResult:
     """What the repack will report, before anything is written."""
-    table = found.table
-    return RepackResult.planned(
-        repo,
-        opts,
-        table,
-        groups,
-        dry_run,
-        reachable=int(table.reachable.sum()),
-        unreachable_kept=int((~table.reachable).sum()),
+    planned = RepackResult.planned(repo, opts, found.table, groups, dry_run)
+    return replace(
+        planned,
         unreachable_pruned=len(found.pruned_oids),
         old_pack_bytes=sum(p.path.stat().st_size for p in repo.packs if not p.foreign and not p.keep),
         bitmap=dry_run and opts.write_bitmap,
         rescued=found.selection.rescued,
-        in_alternates=table.in_alternates,
+        in_alternates=found.table.in_alternates,
         retained_cruft_packs=[p.path for p in found.retained],
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from packorder.repacking.options import RepackOptions
@@ -69,29 +69,34 @@ class RepackResult:
         table: ObjectTable,
         groups: Sequence[PackGroup],
         dry_run: bool,
-        **rest: Any,
     ) -> RepackResult:
         """What a repack writing `table` as `groups` will report, before anything is
-        written; `rest`: what an all-into-one repack and a roll-up count differently."""
+        written; what an all-into-one repack and a roll-up count differently (what is
+        pruned, the old packs' bytes, the bitmap) is theirs to `replace`."""
         choices = [g.choice for g in groups if g.choice is not None]
+        reachable = int(table.reachable.sum())
         return cls(
             git_dir=repo.git_dir,
             packs=[],
             order=opts.order,
             objects=table.count,
+            reachable=reachable,
+            unreachable_kept=table.count - reachable,
+            unreachable_pruned=0,
             reused_deltas=sum(int(c.reused.sum()) for c in choices),
             cut_deltas=sum(int(c.cut.sum()) for c in choices),
             whole_objects=sum(int((c.base < 0).sum()) for c in choices),
             pack_bytes=0,
+            old_pack_bytes=0,
             removed_packs=[],
             removed_loose=0,
             kept_packs=[p.path for p in repo.packs if p.keep],
             promisor=bool(table.promisor.any()),
+            bitmap=False,
             dry_run=dry_run,
             verify=opts.verify,
             new_deltas=sum(len(g.deltas) for g in groups),
             settings=opts.describe(),
-            **rest,
         )
 
 
