@@ -273,6 +273,15 @@ class GcRun:
         if self.auto and self.plan.full and loose_estimate(git_dir / "objects") // 256 > math.ceil(auto_limit / 256):
             self.note("There are too many unreachable loose objects; run 'git prune' to remove them.")
 
+    def aggressive_search(self) -> dict[str, int]:
+        """With --aggressive, Git's aggressive window and depth (gc.aggressiveWindow and
+        gc.aggressiveDepth; 0 or less leaves the one configured for repack)."""
+        if not self.aggressive:
+            return {}
+        window = self.config.get_int("gc.aggressiveWindow", DEFAULT_AGGRESSIVE_WINDOW)
+        depth = self.config.get_int("gc.aggressiveDepth", DEFAULT_AGGRESSIVE_DEPTH)
+        return {name: value for name, value in (("window", window), ("depth", depth)) if value > 0}
+
     def full_repack(self, held: lock_mod.RepositoryLock) -> None:
         """The all-into-one repack in order (aggressive: deltas searched anew, Git's
         aggressive window and depth), then `git prune` where it could remove something."""
@@ -281,20 +290,13 @@ class GcRun:
 
         config, git_dir = self.config, self.git_dir
         t = time.perf_counter()
-        depth = window = None
-        if self.aggressive:
-            depth = config.get_int("gc.aggressiveDepth", DEFAULT_AGGRESSIVE_DEPTH)
-            window = config.get_int("gc.aggressiveWindow", DEFAULT_AGGRESSIVE_WINDOW)
-            depth = depth if depth > 0 else None
-            window = window if window > 0 else None
         geometric = self.plan.strategy == "geometric" and config.get_bool("core.multiPackIndex", True)
         start = snapshot.take(git_dir, lock=held, order=self.order, warn=self.note)
         self.result.repack = repack(
             git_dir,
             order=self.order,
             no_reuse_delta=self.aggressive,
-            depth=depth,
-            window=window,
+            **self.aggressive_search(),
             verify=self.verify,
             cruft_expiration=self.prune_expire,
             max_cruft_size=self.max_cruft_size,
