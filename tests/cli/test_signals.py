@@ -51,17 +51,18 @@ def stopped_at(work: Path, point: str, sig: signal.Signals, args: tuple[str, ...
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-@pytest.mark.parametrize(
-    ("point", "sig"),
-    [
-        ("enumerated", signal.SIGTERM),
-        ("written", signal.SIGTERM),
-        ("verified", signal.SIGHUP),
-        ("pack-renamed", signal.SIGTERM),
-        ("mtimes-installed", signal.SIGTERM),
-        ("idx-installed", signal.SIGHUP),
-    ],
-)
+# The crash point a repack is stopped at, and the signal that stops it.
+SIGNAL_AT = {
+    "enumerated": signal.SIGTERM,
+    "written": signal.SIGTERM,
+    "verified": signal.SIGHUP,
+    "pack-renamed": signal.SIGTERM,
+    "mtimes-installed": signal.SIGTERM,
+    "idx-installed": signal.SIGHUP,
+}
+
+
+@pytest.mark.parametrize(("point", "sig"), SIGNAL_AT.items())
 def test_a_signal_stops_a_repack_cleanly(base: Path, tmp_path: Path, point: str, sig: signal.Signals) -> None:
     work = tmp_path / "work"
     shutil.copytree(base, work, symlinks=True)
