@@ -4,17 +4,19 @@ pack's hash; "object_format" is "sha1" or "sha256"."""
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Literal, TypeAlias, final
+from typing import Final, Literal, TypeAlias, final
 
 from typing_extensions import Buffer
+
+from packorder.format.layout import EntryColumns
+from packorder.indexer.fsck import Checks
+from packorder.settings import Limits
 
 _StrPath: TypeAlias = str | os.PathLike[str]
 # (phase, done, total) of a job; the phases are the PHASE_* constants (4: the delta search).
 _Progress: TypeAlias = tuple[int, int, int]
 # What set_checks takes (packorder.indexer.fsck.checks): check each object, gather links,
 # strict, one severity byte per fsck message, ids never reported on, longest tree entry name.
-_CheckOptions: TypeAlias = tuple[bool, bool, bool, bytes, bytes, int]
 # (id, [(level, text)], fatal line or None).
 _Finding: TypeAlias = tuple[bytes, list[tuple[int, str]], str | None]
 
@@ -37,10 +39,10 @@ __all__ = [
     "ObjectWalker",
     "PackFormatError",
     "PackIndexer",
-    "PackSource",
     "PackStream",
     "PackWriter",
     "RevList",
+    "StreamCounts",
     "WalkEdges",
     "Walked",
     "WriteOutcome",
@@ -79,107 +81,52 @@ class PackFormatError(Exception):
     object_id: bytes | None  # the object a "missing" one is about
 
 @final
-class PackSource:
-    """A source pack: every array in pack order."""
-
-    def __new__(
-        cls,
-        *,
-        path: _StrPath,
-        offsets: bytes,
-        data_end: int,
-        header_lens: bytes,
-        kinds: bytes,
-        sizes: bytes,
-        bases: bytes,
-        crcs: bytes,
-        object_format: str,
-    ) -> PackSource: ...
-    @property
-    def path(self) -> Path: ...
-    @property
-    def offsets(self) -> bytes: ...
-    @property
-    def data_end(self) -> int: ...
-    @property
-    def header_lens(self) -> bytes: ...
-    @property
-    def kinds(self) -> bytes: ...
-    @property
-    def sizes(self) -> bytes: ...
-    @property
-    def bases(self) -> bytes: ...
-    @property
-    def crcs(self) -> bytes: ...
-    @property
-    def object_format(self) -> str: ...
-
-@final
 class BitmapOutcome:
-    @property
-    def data(self) -> bytes | None: ...
-    @property
-    def bitmaps(self) -> int: ...
-    @property
-    def xored(self) -> int: ...
-    @property
-    def why(self) -> str | None: ...
-    @property
-    def edges_stored(self) -> int: ...
-    @property
-    def edges_named(self) -> int: ...
-    @property
-    def graph_from_walk(self) -> bool: ...
+    data: Final[bytes | None]
+    bitmaps: Final[int]
+    xored: Final[int]
+    why: Final[str | None]
+    edges_stored: Final[int]
+    edges_named: Final[int]
+    graph_from_walk: Final[bool]
 
 @final
 class CheckOutcome:
-    @property
-    def findings(self) -> list[_Finding]: ...
-    @property
-    def foreign_ids(self) -> bytes: ...
-    @property
-    def foreign_kinds(self) -> bytes: ...
-    @property
-    def outside(self) -> list[tuple[bytes, str]]: ...
+    findings: Final[list[_Finding]]
+    foreign_ids: Final[bytes]
+    foreign_kinds: Final[bytes]
+    outside: Final[list[tuple[bytes, str]]]
 
 @final
 class IndexTable:
-    @property
-    def names(self) -> bytes: ...
-    @property
-    def crcs(self) -> bytes: ...
-    @property
-    def offsets(self) -> bytes: ...
-    @property
-    def rev_positions(self) -> bytes: ...
+    names: Final[bytes]
+    crcs: Final[bytes]
+    offsets: Final[bytes]
+    rev_positions: Final[bytes]
 
 @final
 class IndexedEntries:
-    @property
-    def offsets(self) -> bytes: ...
-    @property
-    def kinds(self) -> bytes: ...
-    @property
-    def real_kinds(self) -> bytes: ...
-    @property
-    def sizes(self) -> bytes: ...
-    @property
-    def ids(self) -> bytes: ...
+    offsets: Final[bytes]
+    kinds: Final[bytes]
+    real_kinds: Final[bytes]
+    sizes: Final[bytes]
+    ids: Final[bytes]
 
 @final
 class EntryHeaders:
-    @property
-    def kinds(self) -> bytes: ...
-    @property
-    def sizes(self) -> bytes: ...
-    @property
-    def header_lens(self) -> bytes: ...
-    @property
-    def ofs_bases(self) -> bytes: ...
-    @property
-    def ref_ids(self) -> bytes: ...
-    @property
-    def object_sizes(self) -> bytes: ...
+    kinds: Final[bytes]
+    sizes: Final[bytes]
+    header_lens: Final[bytes]
+    ofs_bases: Final[bytes]
+    ref_ids: Final[bytes]
+    object_sizes: Final[bytes]
+
+@final
+class StreamCounts:
+    entries_read: Final[int]
+    entries_declared: Final[int]  # what the pack's header declares
+    bytes_used: Final[int]  # what the pack so far takes of the input
+    bytes_git_read: Final[int]  # what Git's reads would have read by now (its progress)
 
 @final
 class PackStream:
@@ -193,27 +140,22 @@ class PackStream:
         threads: int = 1,
         git_buffer: int = ...,
     ) -> PackStream: ...
-    def set_checks(self, checks: _CheckOptions) -> None: ...
+    def set_checks(self, checks: Checks) -> None: ...
     def want(self) -> int: ...
     def feed(self, data: bytes) -> None: ...
     def end_of_input(self) -> None: ...
-    @property
-    def in_entries(self) -> bool: ...
-    @property
-    def done(self) -> bool: ...
-    @property
-    def over_limit(self) -> bool: ...
-    def counts(self) -> tuple[int, int, int, int]: ...
+    def counts(self) -> StreamCounts: ...
     def rest(self) -> bytes: ...
+    in_entries: Final[bool]
+    done: Final[bool]
+    over_limit: Final[bool]
 
 @final
 class PackIndexer:
     def __new__(
         cls,
         path: _StrPath,
-        threads: int,
-        budget: int,
-        object_limit: int,
+        limits: Limits,
         detect_collisions: bool = True,
         writable: bool = False,
         split_min_bytes: int | None = None,
@@ -223,7 +165,7 @@ class PackIndexer:
     def scan(self) -> None: ...
     def adopt(self, stream: PackStream) -> None: ...
     def resolve(self) -> None: ...
-    def set_checks(self, checks: _CheckOptions) -> None: ...
+    def set_checks(self, checks: Checks) -> None: ...
     def checks_failed(self) -> bool: ...
     def finish_checks(self) -> CheckOutcome: ...
     def check_special_blob(self, id: bytes, special: str, kind: int | None, data: bytes) -> list[_Finding]: ...
@@ -238,12 +180,9 @@ class PackIndexer:
     def trace_offsets(self) -> bytes: ...
     def progress(self) -> _Progress: ...
     def cancel(self) -> None: ...
-    @property
-    def checksum(self) -> bytes | None: ...
-    @property
-    def version(self) -> int | None: ...
-    @property
-    def pack_size(self) -> int: ...
+    checksum: Final[bytes | None]
+    version: Final[int | None]
+    pack_size: Final[int]
     def stats(self) -> dict[str, int]: ...
 
 @final
@@ -264,24 +203,17 @@ class WalkEdges: ...
 
 @final
 class Walked:
-    @property
-    def ids(self) -> bytes: ...
-    @property
-    def name_hashes(self) -> bytes: ...
-    @property
-    def name_hashes_v2(self) -> bytes: ...
-    @property
-    def path_hashes(self) -> bytes: ...
-    @property
-    def missing(self) -> bytes: ...
+    ids: Final[bytes]
+    name_hashes: Final[bytes]
+    name_hashes_v2: Final[bytes]
+    path_hashes: Final[bytes]
+    missing: Final[bytes]
     def __eq__(self, value: object, /) -> bool: ...
 
 @final
 class ObjectWalk:
-    @property
-    def walked(self) -> Walked: ...
-    @property
-    def edges(self) -> WalkEdges | None: ...
+    walked: Final[Walked]
+    edges: Final[WalkEdges | None]
 
 @final
 class ObjectWalker:
@@ -296,9 +228,7 @@ class ObjectWalker:
         in_commit_order: bool,
         missing_ok: bool,
         shallow: bytes,
-        cache_budget: int,
-        object_limit: int,
-        threads: int = 1,
+        limits: Limits,
         parallel_from: int = ...,
         run_items: int = ...,
         object_format: str = "sha1",
@@ -307,25 +237,20 @@ class ObjectWalker:
     def run(self) -> ObjectWalk: ...
     def progress(self) -> _Progress: ...
     def cancel(self) -> None: ...
-    @property
-    def unsupported(self) -> str | None: ...
+    unsupported: Final[str | None]
 
 @final
 class WriteOutcome:
-    @property
-    def offsets(self) -> bytes: ...
-    @property
-    def crcs(self) -> bytes: ...
-    @property
-    def checksum(self) -> bytes: ...
-    @property
-    def size(self) -> int: ...
+    offsets: Final[bytes]
+    crcs: Final[bytes]
+    checksum: Final[bytes]
+    size: Final[int]
 
 @final
 class PackWriter:
     def __new__(
         cls,
-        sources: Sequence[PackSource],
+        sources: Sequence[EntryColumns],
         how: bytes,
         src: bytes,
         pos: bytes,
@@ -336,8 +261,7 @@ class PackWriter:
         new_deltas: Sequence[bytes],
         ref_delta: bool,
         level: int,
-        object_limit: int,
-        threads: int,
+        limits: Limits,
         object_format: str = "sha1",
     ) -> PackWriter: ...
     def write(self, path: _StrPath) -> WriteOutcome: ...
@@ -348,13 +272,11 @@ class PackWriter:
 class ObjectCheck:
     def __new__(
         cls,
-        pack: PackSource,
+        pack: EntryColumns,
         targets: bytes,
         ids: bytes,
         kinds: bytes,
-        threads: int,
-        budget: int,
-        object_limit: int,
+        limits: Limits,
     ) -> ObjectCheck: ...
     def run(self) -> None: ...
     def progress(self) -> _Progress: ...
@@ -364,23 +286,19 @@ class ObjectCheck:
 class DeltaIndex:
     def __new__(cls, base: bytes) -> DeltaIndex: ...
     def encode(self, target: bytes, max_size: int | None = None) -> bytes | None: ...
-    @property
-    def memory(self) -> int: ...
+    memory: Final[int]
 
 @final
 class FoundDeltas:
-    @property
-    def bases(self) -> bytes: ...
-    @property
-    def deltas(self) -> list[bytes]: ...
-    @property
-    def stats(self) -> dict[str, int]: ...
+    bases: Final[bytes]
+    deltas: Final[list[bytes]]
+    stats: Final[dict[str, int]]
 
 @final
 class DeltaSearch:
     def __new__(
         cls,
-        packs: Sequence[PackSource],
+        packs: Sequence[EntryColumns],
         loose: Sequence[_StrPath],
         kinds: bytes,
         sizes: bytes,
@@ -390,9 +308,7 @@ class DeltaSearch:
         same_pack: bytes,
         chunks: bytes,
         window: int,
-        threads: int,
-        cache_budget: int,
-        object_limit: int,
+        limits: Limits,
         ranks: bytes | None = None,
     ) -> DeltaSearch: ...
     def run(self) -> FoundDeltas: ...
@@ -410,9 +326,8 @@ def pack_bitmap(
     selected: bytes,
     checksum: bytes,
     hash_cache: bool,
-    threads: int,
-    object_limit: int,
-    edges: WalkEdges | None = None,
+    limits: Limits,
+    edges: WalkEdges | None,
 ) -> BitmapOutcome: ...
 def loose_header(path: _StrPath) -> tuple[int, int]: ...
 def read_loose(path: _StrPath) -> tuple[int, bytes]: ...

@@ -33,6 +33,15 @@ MIDX_MODES = ("plain", "incremental")
 DEFAULT_DELTA_BASE_CACHE_LIMIT = 96 << 20
 
 
+class Limits(NamedTuple):
+    """What one native job may use. The core reads it by name (native/src/python/limits.rs):
+    three integers passed apart were taken in each job's own order."""
+
+    threads: int
+    budget: int  # bytes of inflated objects kept for reuse (a job that keeps none ignores it)
+    object_limit: int  # the most bytes one object may declare: larger is corrupt, not allocated
+
+
 def compression_level(config: Config) -> int:
     """`pack.compression`, else `core.compression`, else zlib's default 6 (Git's rule)."""
     level = config.get_int("pack.compression", config.get_int("core.compression", -1))

@@ -16,7 +16,7 @@ from packorder.orders.functions import ORDERS
 from packorder.repacking import writer
 from packorder.seek.workload_catalog import CATALOG as WORKLOAD_CATALOG
 from packorder.seek.workload_catalog import WorkloadSpec
-from packorder.settings import VERIFY_MODES
+from packorder.settings import VERIFY_MODES, Limits
 
 
 @pytest.mark.parametrize("name", sorted(ORDER_CATALOG))
@@ -57,7 +57,7 @@ def test_every_verification_level_names_a_prover_with_one_signature(level: str) 
 
 def test_an_unknown_verification_level_is_refused_not_run_as_another() -> None:
     with pytest.raises(KeyError):
-        writer.verify(None, "quick", 1, 0, 0)  # type: ignore[arg-type]
+        writer.verify(None, "quick", Limits(1, 0, 0))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOAD_CATALOG))

@@ -27,6 +27,7 @@ import packorder
 from packorder import _native
 from packorder.format import idx as idx_format
 from packorder.format.object_format import SHA256
+from packorder.settings import Limits
 
 IDENT = "A U Thor <author@example.com> 1234567890 +0000"
 
@@ -85,7 +86,7 @@ def test_parallel_first_pass_splits_a_sha256_pack_anywhere(sha256_packs: dict[st
     tables = []
     for threads, split in ((1, None), (3, 0)):
         indexer = _native.PackIndexer(
-            str(sha256_packs["ref"]), threads, 1 << 30, 1 << 34, split_min_bytes=split, object_format="sha256"
+            str(sha256_packs["ref"]), Limits(threads, 1 << 30, 1 << 34), split_min_bytes=split, object_format="sha256"
         )
         indexer.scan()
         indexer.resolve()

@@ -88,6 +88,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PHASE_WALKING", progress::PHASE_WALKING)?;
     m.add_class::<python::index::PackIndexer>()?;
     m.add_class::<python::stream::PackStream>()?;
+    m.add_class::<python::stream::StreamCounts>()?;
     m.add_class::<python::format::FileChecksum>()?;
     m.add_class::<python::revlist::RevList>()?;
     m.add_class::<python::walk::ObjectWalker>()?;
@@ -100,7 +101,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<python::delta::DeltaSearch>()?;
     m.add_class::<python::delta::FoundDeltas>()?;
     m.add_class::<python::pack_writer::WriteOutcome>()?;
-    m.add_class::<python::arrays::PackSource>()?;
     m.add_class::<python::bitmap::BitmapOutcome>()?;
     m.add_class::<python::index::IndexTable>()?;
     m.add_class::<python::index::IndexedEntries>()?;

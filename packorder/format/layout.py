@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,6 +32,21 @@ def roots_and_depths(base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     except ValueError:
         raise ValueError("delta cycle") from None
     return np.frombuffer(roots, dtype=np.int64), np.frombuffer(depths, dtype=np.int64)
+
+
+class EntryColumns(NamedTuple):
+    """A pack's entries as the native core reads them (the writer, the object check, the
+    delta search: it takes each attribute by name), every column native-endian, in pack order."""
+
+    path: str
+    offsets: bytes  # u64 each
+    data_end: int  # where the entries end: the trailer's offset
+    header_lens: bytes  # u8 each
+    kinds: bytes  # the stored types, u8 each
+    sizes: bytes  # u64 each
+    bases: bytes  # base positions, -1 for none, i64 each
+    crcs: bytes  # u32 each, or empty when not known
+    object_format: str
 
 
 @dataclass
@@ -73,9 +89,9 @@ class PackLayout:
     def count(self) -> int:
         return len(self.offsets)
 
-    def native_source(self, crcs: bytes = b"") -> _native.PackSource:
+    def native_source(self, crcs: bytes = b"") -> EntryColumns:
         """The pack as the native core reads it (`crcs` in pack order, or b"" if unknown)."""
-        return _native.PackSource(
+        return EntryColumns(
             path=str(self.pack_path),
             offsets=self.offsets.astype(np.uint64).tobytes(),
             data_end=self.data_end,

@@ -28,7 +28,7 @@ from packorder.indexer.stat import pack_info
 from packorder.indexer.thin import fix_thin_from
 from packorder.native_call import CHECKSUM, INDEXING, RESOLVING, core_errors, run_job
 from packorder.progress import ProgressCallback
-from packorder.settings import peak_rss, physical_memory
+from packorder.settings import Limits, peak_rss, physical_memory
 
 PHASE_TITLES = {INDEXING: "Indexing objects", RESOLVING: "Resolving deltas", CHECKSUM: "Checksumming"}
 
@@ -77,9 +77,7 @@ class _Run:
     ):
         self.native = _native.PackIndexer(
             str(path),
-            settings.threads,
-            settings.budget,
-            physical_memory(),
+            Limits(settings.threads, settings.budget, physical_memory()),
             detect,
             writable,
             object_format=fmt.name,
@@ -332,7 +330,7 @@ class _IndexPack:
             "detect_collisions": request.detect_collisions,
             "budget": self.settings.budget,
             "threads": self.settings.threads,
-            "checks": tuple(self.checks) if self.checks is not None else None,
+            "checks": self.checks,
         }
         pack_dir = self.git_dir / "objects" / "pack"
         self.got = got = receive.receive(

@@ -24,7 +24,7 @@ from packorder.format.pack import OBJ_REF_DELTA
 from packorder.gitcmd import git_version
 from packorder.native_call import pack_errors, run_job
 from packorder.progress import ProgressCallback, show_bytes, start_phase
-from packorder.settings import physical_memory
+from packorder.settings import Limits, physical_memory
 from packorder.units import git_humanise_bytes
 
 PACK_HEADER_LEN = 12
@@ -170,12 +170,13 @@ def _stream(
     started, shown = False, 0
     with pack_errors():
         while True:
-            objects, count, used, _ = parser.counts()
-            if not started and used >= PACK_HEADER_LEN:
+            counts = parser.counts()
+            objects = counts.entries_read
+            if not started and counts.bytes_used >= PACK_HEADER_LEN:
                 start_phase(progress, title)  # Git's start, once it has the header
                 started = True
             if progress is not None and objects > shown:
-                progress(title, objects, count)
+                progress(title, objects, counts.entries_declared)
                 shown = objects
             want = parser.want()
             if not want:
@@ -190,10 +191,10 @@ def _stream(
             out.write(data)
             parser.feed(data)
             if counting:
-                show_bytes(progress, parser.counts()[3])
+                show_bytes(progress, parser.counts().bytes_git_read)
     if parser.over_limit:
         raise too_large(limit or 0)
-    out.truncate(parser.counts()[2])
+    out.truncate(parser.counts().bytes_used)
     return parser.rest()
 
 
@@ -261,7 +262,7 @@ def scan_copied(run, got: Received, title: str, fmt: ObjectFormat) -> None:
         if show is not None and e.offset is not None:
             available = got.path.stat().st_size
             os.truncate(got.path, e.offset + fmt.rawsz)  # the pack without the junk
-            alone = _native.PackIndexer(str(got.path), 1, 64 << 20, physical_memory(), object_format=fmt.name)
+            alone = _native.PackIndexer(str(got.path), Limits(1, 64 << 20, physical_memory()), object_format=fmt.name)
             run_job(alone, alone.scan, title={}, path=got.path)
             _show_end(show, alone, got, title, fmt.rawsz, available)
         raise PackError(e.message) from None

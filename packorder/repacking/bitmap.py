@@ -20,6 +20,7 @@ from packorder import _native
 from packorder.format.pack import OBJ_COMMIT
 from packorder.native_call import pack_errors
 from packorder.repacking.writer import WrittenPack
+from packorder.settings import Limits
 from packorder.store.object_ids import keys, lookup, sort_keys
 from packorder.store.repository import Repository, id_rows
 from packorder.walk.objects import ObjectTable
@@ -67,8 +68,7 @@ def compute(
     written: WrittenPack,
     table: ObjectTable,
     heads: np.ndarray,
-    threads: int,
-    object_limit: int,
+    limits: Limits,
     hash_cache: bool = True,
 ) -> PackBitmap:
     """The bitmap of the pack just written; `hash_cache` (Git's pack.writeBitmapHashCache,
@@ -88,8 +88,7 @@ def compute(
             selected.tobytes(),
             written.checksum,
             hash_cache,
-            threads,
-            object_limit,
+            limits,
             table.graph,
         )
     return PackBitmap(

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from packorder import _native
-from packorder.format.layout import NO_BASE
+from packorder.format.layout import NO_BASE, EntryColumns
 from packorder.format.pack import OBJ_TREE
 from packorder.native_call import loose_header, pack_errors, run_job
 from packorder.orders.families import chain_depths, roots_and_depths
 from packorder.progress import ProgressCallback
-from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT
+from packorder.settings import DEFAULT_DELTA_BASE_CACHE_LIMIT, Limits
 from packorder.store.object_ids import id_order, keys, lookup
 from packorder.store.repository import LOOSE, Repository
 from packorder.walk.objects import ObjectTable
@@ -210,7 +210,7 @@ def chunk_bounds(
     return np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
 
 
-def _pack_args(repo: Repository, used: list[int]) -> list[_native.PackSource]:
+def _pack_args(repo: Repository, used: list[int]) -> list[EntryColumns]:
     # No CRCs: the search only reads objects; the writer checks what it copies.
     return [repo.packs[s].layout.native_source() for s in used]
 
@@ -269,11 +269,10 @@ def search(
         choice,
         window,
         depth,
-        threads,
+        # Each thread keeps its own cache of bases.
+        Limits(threads, max(cache_budget // max(threads, 1), 1 << 20), object_limit),
         reuse_deltas,
         big_file_threshold,
-        cache_budget,
-        object_limit,
         dropped is not None,
         progress,
         by_path,
@@ -333,11 +332,9 @@ def _search_from(
     choice: DeltaChoice,
     window: int,
     depth: int,
-    threads: int,
+    limits: Limits,
     reuse_deltas: bool,
     big_file_threshold: int,
-    cache_budget: int,
-    object_limit: int,
     repick_backward: bool,
     progress: ProgressCallback | None,
     by_path: bool = False,
@@ -361,7 +358,7 @@ def _search_from(
     sizes[unreused] = object_sizes(repo, table, unreused)
     wanted = (choice.base < 0) & (sizes >= MIN_DELTA_SIZE) & (sizes <= big_file_threshold)
     hashes = table.name_hash if name_hashes is None else name_hashes
-    run = _SearchRun(repo, table, choice, sizes, window, depth, threads, reuse_deltas, cache_budget, object_limit)
+    run = _SearchRun(repo, table, choice, sizes, window, depth, limits, reuse_deltas)
     searches: list[SearchResult] = []
     path_pass = by_path and table.path_hash is not None
     if path_pass:
@@ -376,7 +373,7 @@ def _search_from(
         # window behind them, are whole files (libgit2: 32 chunks wrote 1.5 MB more deltas
         # than 2). It is a small part of the work: one chunk a thread.
         per_thread = 1 if path_pass else CHUNKS_PER_THREAD
-        bounds = chunk_bounds(table.kinds[rows], hashes[rows], sizes[rows], threads, window, per_thread)
+        bounds = chunk_bounds(table.kinds[rows], hashes[rows], sizes[rows], limits.threads, window, per_thread)
         # A tree's base must be discovered no later than it (table order is discovery order).
         ranks = np.where(table.kinds[rows] == OBJ_TREE, rows, 0).astype(np.uint32) if repick_backward else None
         searches.append(run.search(rows, bounds, ranks, "Compressing objects", progress))
@@ -416,14 +413,11 @@ class _SearchRun:
         sizes: np.ndarray,
         window: int,
         depth: int,
-        threads: int,
+        limits: Limits,
         reuse_deltas: bool,
-        cache_budget: int,
-        object_limit: int,
     ) -> None:
         self.repo, self.table, self.choice, self.sizes = repo, table, choice, sizes
-        self.window, self.depth, self.threads, self.reuse_deltas = window, depth, threads, reuse_deltas
-        self.cache_budget, self.object_limit = cache_budget, object_limit
+        self.window, self.depth, self.limits, self.reuse_deltas = window, depth, limits, reuse_deltas
 
     def search(
         self,
@@ -459,9 +453,7 @@ class _SearchRun:
             same_pack.astype(np.uint8).tobytes(),
             bounds.tobytes(),
             self.window,
-            self.threads,
-            max(self.cache_budget // max(self.threads, 1), 1 << 20),
-            self.object_limit,
+            self.limits,
             None if ranks is None else ranks.tobytes(),
         )
         searched = run_job(native, title=title, count=len(rows), progress=progress)

@@ -25,7 +25,7 @@ from packorder.repacking import deltas as deltas_mod
 from packorder.repacking import writer as writer_mod
 from packorder.repacking.options import RepackOptions
 from packorder.repacking.placement import write_order
-from packorder.settings import delta_base_cache_limit, physical_memory
+from packorder.settings import Limits, delta_base_cache_limit, physical_memory
 from packorder.store.object_ids import id_order, keys
 from packorder.store.repository import PackSource, Repository
 from packorder.walk.history import ObjectHistory
@@ -139,6 +139,7 @@ def write_group(
     order = write_order(repo, table, choice, order_name, opts.ref_delta, history)
     plan = writer_mod.make_plan(repo, table, choice, order, new_deltas)
     seconds["order"] = seconds.get("order", 0.0) + time.perf_counter() - t
+    limits = Limits(opts.threads, delta_base_cache_limit(repo.config) * opts.threads, physical_memory())
     fd, tmp = tempfile.mkstemp(prefix=temp_prefix(), suffix=".pack", dir=out_dir)
     os.close(fd)
     tmp_path = Path(tmp)
@@ -150,8 +151,7 @@ def write_group(
             tmp_path,
             ref_delta=opts.ref_delta,
             level=opts.level,
-            object_limit=physical_memory(),
-            threads=opts.threads,
+            limits=limits,
             progress=progress,
         )
         seconds["write"] = seconds.get("write", 0.0) + time.perf_counter() - t
@@ -165,14 +165,13 @@ def write_group(
         if bitmap_heads is not None:
             builder = threading.Thread(
                 target=_bitmap_into,
-                args=(bitmap_outcome, repo, written, table, bitmap_heads, opts.threads, seconds),
+                args=(bitmap_outcome, repo, written, table, bitmap_heads, limits, seconds),
                 name="packorder-bitmap",
                 daemon=True,  # an interrupt ends the process without waiting for it
             )
             builder.start()
         try:
-            budget = delta_base_cache_limit(repo.config) * opts.threads
-            files = writer_mod.verify(written, opts.verify, opts.threads, budget, physical_memory(), progress)
+            files = writer_mod.verify(written, opts.verify, limits, progress)
         finally:
             if builder is not None:
                 builder.join()
@@ -211,12 +210,12 @@ def _bitmap_into(
     written: writer_mod.WrittenPack,
     table: ObjectTable,
     heads: np.ndarray,
-    threads: int,
+    limits: Limits,
     seconds: dict,
 ) -> None:
     t = time.perf_counter()
     hash_cache = repo.config.get_bool("pack.writeBitmapHashCache", True)
-    out.append(writer_mod.attempt(bitmap_mod.compute, written, table, heads, threads, physical_memory(), hash_cache))
+    out.append(writer_mod.attempt(bitmap_mod.compute, written, table, heads, limits, hash_cache))
     seconds["bitmap"] = time.perf_counter() - t
 
 

@@ -27,7 +27,7 @@ from packorder.format.pack import OBJ_COMMIT, OBJ_TAG, OBJ_TREE
 from packorder.native_call import run_job
 from packorder.orders.catalog import CATALOG
 from packorder.repacking.geometry import Geometry
-from packorder.settings import delta_base_cache_limit, physical_memory
+from packorder.settings import Limits, delta_base_cache_limit, physical_memory
 from packorder.store.object_ids import first_copies, id_order, keys, lookup, sort_keys
 from packorder.store.promisor import check_promised
 from packorder.store.repository import LOOSE, PackSource, Repository, id_rows, object_kinds
@@ -179,9 +179,7 @@ def _walk(
         in_commit_order,
         True,
         shallow_commits(repo.git_dir),
-        min(WALK_CACHE, delta_base_cache_limit(repo.config)),
-        physical_memory(),
-        threads,
+        Limits(threads, min(WALK_CACHE, delta_base_cache_limit(repo.config)), physical_memory()),
         object_format=repo.fmt.name,
     )
     return run_job(walker, title="Counting objects").walked

@@ -28,12 +28,13 @@ from packorder import _native
 from packorder.errors import CorruptPackError, PackError
 from packorder.format import idx as idx_format
 from packorder.format import rev as rev_format
+from packorder.format.layout import EntryColumns
 from packorder.format.object_format import ObjectFormat
 from packorder.format.pack import OBJ_OFS_DELTA, OBJ_REF_DELTA
 from packorder.native_call import INDEXING, RESOLVING, run_job
 from packorder.progress import ProgressCallback
 from packorder.repacking.deltas import DeltaChoice
-from packorder.settings import VERIFY_MODES
+from packorder.settings import VERIFY_MODES, Limits
 from packorder.store.object_ids import id_order, keys
 from packorder.store.repository import LOOSE, Repository
 from packorder.walk.objects import ObjectTable
@@ -149,7 +150,7 @@ def make_plan(
     )
 
 
-def _source_args(repo: Repository, used: list[int]) -> list[_native.PackSource]:
+def _source_args(repo: Repository, used: list[int]) -> list[EntryColumns]:
     out = []
     for s in used:
         pack = repo.packs[s]
@@ -182,12 +183,11 @@ def write(
     *,
     ref_delta: bool,
     level: int,
-    object_limit: int,
-    threads: int = 1,
+    limits: Limits,
     progress: ProgressCallback | None = None,
 ) -> WrittenPack:
-    """Write the pack of `plan` to `path`; `threads` compress the entries the plan produces
-    (new deltas, loose objects, objects rebuilt from a chain) ahead of the writer."""
+    """Write the pack of `plan` to `path`; `limits.threads` compress the entries the plan
+    produces (new deltas, loose objects, objects rebuilt from a chain) ahead of the writer."""
     writer = _native.PackWriter(
         _source_args(repo, plan.sources),
         plan.how.tobytes(),
@@ -200,8 +200,7 @@ def write(
         plan.new_deltas,
         ref_delta,
         level,
-        object_limit,
-        threads,
+        limits,
         repo.fmt.name,
     )
 
@@ -333,9 +332,7 @@ def _planned_index(written: WrittenPack, crcs: np.ndarray) -> IndexFiles:
     )
 
 
-def verify_crc(
-    written: WrittenPack, threads: int, budget: int, object_limit: int, progress: ProgressCallback | None = None
-) -> IndexFiles:
+def verify_crc(written: WrittenPack, limits: Limits, progress: ProgressCallback | None = None) -> IndexFiles:
     """`--verify crc`: the checks of _check_against_plan only (what Git relies on); the index."""
     return _planned_index(written, _check_against_plan(written).crcs)
 
@@ -348,13 +345,7 @@ FAILS = "new pack fails verification: "  # before what a verification found (pat
 VERIFY_PHASES = {INDEXING: "Verifying objects", RESOLVING: "Verifying deltas"}
 
 
-def verify_produced(
-    written: WrittenPack,
-    threads: int,
-    budget: int,
-    object_limit: int,
-    progress: ProgressCallback | None = None,
-) -> IndexFiles:
+def verify_produced(written: WrittenPack, limits: Limits, progress: ProgressCallback | None = None) -> IndexFiles:
     """`--verify produced` (the default): every copied entry proven by its CRC and its header
     against the plan (_check_against_plan); every entry packorder produced (a new delta, a
     loose object, an object rebuilt from its chain), and any copied from a source without
@@ -366,9 +357,9 @@ def verify_produced(
     assert plan.crc_checked is not None
     targets = np.flatnonzero(~plan.crc_checked)
     if len(targets) > PRODUCED_SHARE_FOR_FULL * len(plan.how):
-        return verify_full(written, threads, budget, object_limit, progress)
+        return verify_full(written, limits, progress)
     if len(targets):
-        source = _native.PackSource(
+        source = EntryColumns(
             path=str(written.path),
             offsets=written.offsets.astype(np.uint64).tobytes(),
             data_end=written.size - written.fmt.rawsz,
@@ -384,9 +375,7 @@ def verify_produced(
             targets.astype(np.uint64).tobytes(),
             np.ascontiguousarray(plan.oids[targets]).tobytes(),
             plan.kinds[targets].astype(np.uint8).tobytes(),
-            threads,
-            budget,
-            object_limit,
+            limits,
         )
         try:
             run_job(
@@ -399,18 +388,11 @@ def verify_produced(
     return _planned_index(written, headers.crcs)
 
 
-def verify(
-    written: WrittenPack,
-    level: str,
-    threads: int,
-    budget: int,
-    object_limit: int,
-    progress: ProgressCallback | None = None,
-) -> IndexFiles:
+def verify(written: WrittenPack, level: str, limits: Limits, progress: ProgressCallback | None = None) -> IndexFiles:
     """Prove the new pack at `level` (settings.VERIFY_MODES names each level's function here);
     its .idx and .rev."""
     prove = globals()[VERIFY_MODES[level].function]
-    return prove(written, threads, budget, object_limit, progress)
+    return prove(written, limits, progress)
 
 
 def _not_the_planned_object(written: WrittenPack, entry: int, found: str | None = None) -> CorruptPackError:
@@ -426,16 +408,12 @@ def _not_the_planned_object(written: WrittenPack, entry: int, found: str | None 
     )
 
 
-def verify_full(
-    written: WrittenPack, threads: int, budget: int, object_limit: int, progress: ProgressCallback | None = None
-) -> IndexFiles:
+def verify_full(written: WrittenPack, limits: Limits, progress: ProgressCallback | None = None) -> IndexFiles:
     """Index the new pack from scratch (every object resolved and hashed); its ids must be
     exactly the planned ones. Plain SHA-1: collision detection guards against crafted input,
     and every object here comes from the repository under the id it already has; what this
     catches (a wrong byte, a wrong delta) plain SHA-1 catches (0.27 s of 1.9 s on libgit2)."""
-    native = _native.PackIndexer(
-        str(written.path), threads, budget, object_limit, False, False, object_format=written.fmt.name
-    )
+    native = _native.PackIndexer(str(written.path), limits, False, False, object_format=written.fmt.name)
     for work in (native.scan, native.resolve):
         run_job(native, work, title=VERIFY_PHASES, path=written.path, what=FAILS, progress=progress)
     path = str(written.path)

@@ -25,7 +25,7 @@ from packorder import _native, gitcmd
 from packorder.errors import Interrupted, RepositoryError
 from packorder.format import object_format as object_formats
 from packorder.format.object_format import ObjectFormat
-from packorder.settings import delta_base_cache_limit, physical_memory, thread_count
+from packorder.settings import Limits, delta_base_cache_limit, physical_memory, thread_count
 
 WALKS = ("git", "native")
 
@@ -282,9 +282,11 @@ def _walker(
         in_commit_order,
         missing_ok,
         shallow_commits(git_dir),
-        min(WALK_CACHE, delta_base_cache_limit(config)),
-        physical_memory(),
-        thread_count(config, threads, "packorder.threads", "pack.threads"),
+        Limits(
+            thread_count(config, threads, "packorder.threads", "pack.threads"),
+            min(WALK_CACHE, delta_base_cache_limit(config)),
+            physical_memory(),
+        ),
         **({} if parallel_from is None else {"parallel_from": parallel_from}),
         **({} if run_items is None else {"run_items": run_items}),
         object_format=config.object_format,

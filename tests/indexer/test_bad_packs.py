@@ -34,6 +34,7 @@ from helpers.packbuilder import (
 import packorder
 from packorder import _native
 from packorder.errors import CorruptPackError
+from packorder.settings import Limits
 
 BASE = b"".join(b"line %d of a text that deltas will copy from\n" % i for i in range(60))
 TARGET = BASE[:1000] + b"an inserted line\n" + BASE[1000:]
@@ -256,7 +257,7 @@ def test_cli_fails_with_one_line_and_no_output(corpus: dict[str, Path], tmp_path
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("threads", [1, 3])
 def test_library_raises_with_offset(corpus: dict[str, Path], name: str, threads: int) -> None:
-    ix = _native.PackIndexer(str(corpus[name]), threads, 1 << 20, 1 << 34, split_min_bytes=0)
+    ix = _native.PackIndexer(str(corpus[name]), Limits(threads, 1 << 20, 1 << 34), split_min_bytes=0)
     with pytest.raises(_native.PackFormatError) as info:
         ix.scan()
         ix.resolve()

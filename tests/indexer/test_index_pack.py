@@ -17,6 +17,7 @@ from helpers.packbuilder import BLOB, PackBuilder, make_delta
 import packorder
 from packorder import _native
 from packorder.format import idx as idx_format
+from packorder.settings import Limits
 
 GiB = 1 << 30
 
@@ -59,7 +60,7 @@ def test_shapes_really_differ(packs: dict[str, Path], tmp_path: Path) -> None:
     """The fixtures exercise what they claim: REF deltas, long chains, no deltas."""
 
     def kinds(pack: Path) -> dict[int, int]:
-        ix = _native.PackIndexer(str(pack), 1, 1 << 30, 1 << 34)
+        ix = _native.PackIndexer(str(pack), Limits(1, 1 << 30, 1 << 34))
         ix.scan()
         counts: dict[int, int] = {}
         for k in ix.entries().kinds:
@@ -76,10 +77,10 @@ def test_shapes_really_differ(packs: dict[str, Path], tmp_path: Path) -> None:
 def test_parallel_first_pass_splits_anywhere(packs: dict[str, Path], tmp_path: Path, threads: int) -> None:
     """Force the speculative split of pass 1 on a small pack: the table must not change."""
     pack = packs["ofs"]
-    whole = _native.PackIndexer(str(pack), 1, 1 << 30, 1 << 34)
+    whole = _native.PackIndexer(str(pack), Limits(1, 1 << 30, 1 << 34))
     whole.scan()
     whole.resolve()
-    split = _native.PackIndexer(str(pack), threads, 1 << 30, 1 << 34, split_min_bytes=0)
+    split = _native.PackIndexer(str(pack), Limits(threads, 1 << 30, 1 << 34), split_min_bytes=0)
     split.scan()
     split.resolve()
     for record, fields in (
@@ -390,7 +391,7 @@ def test_fix_thin_refuses_a_base_that_is_not_its_id(thin_setup: tuple[Repo, Path
     _, clone, thin, _ = thin_setup
     pack = tmp_path / "thin.pack"
     pack.write_bytes(thin)
-    probe = _native.PackIndexer(str(pack), 1, 1 << 26, 1 << 40, True, False)
+    probe = _native.PackIndexer(str(pack), Limits(1, 1 << 26, 1 << 40), True, False)
     probe.scan()
     probe.resolve()
     first = probe.missing_bases()[0].hex()

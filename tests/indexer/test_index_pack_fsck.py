@@ -334,6 +334,7 @@ def test_objects_a_scan_thread_read_from_a_false_boundary_are_not_checked(tmp_pa
     from packorder import _native
     from packorder.format.object_format import SHA1
     from packorder.indexer import fsck
+    from packorder.settings import Limits
 
     inner = PackBuilder()
     inner.whole(TREE, tree(("100644", "evil", b"\xaa" * 20)))
@@ -348,7 +349,7 @@ def test_objects_a_scan_thread_read_from_a_false_boundary_are_not_checked(tmp_pa
     pack = tmp_path / "p.pack"
     pack.write_bytes(b.build())
     checks = fsck.checks(strict=True, fsck_objects=False, self_contained=False, fmt=SHA1)
-    indexer = _native.PackIndexer(str(pack), 2, 1 << 26, 1 << 30, True, False, 0)
+    indexer = _native.PackIndexer(str(pack), Limits(2, 1 << 26, 1 << 30), True, False, 0)
     indexer.set_checks(checks)
     indexer.scan()
     indexer.resolve()

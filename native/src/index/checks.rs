@@ -10,7 +10,17 @@ use crate::index::resolve::inflate_entry;
 use crate::index::table::Table;
 use crate::pack::entry_header::{is_delta, type_name, ObjectId, OBJ_BLOB};
 use crate::pack::hash::hex;
+use crate::pack::object_id::HashAlgo;
 use crate::pack::source::PackFile;
+
+/// What runs Git's object checks on the objects it hashes: the indexer, and the parser of a
+/// pack read from a stream.
+pub trait RunsChecks {
+    /// The hash of the ids it checks.
+    fn algo(&self) -> HashAlgo;
+    /// Run `check` on every object from now on.
+    fn set_checks(&mut self, check: Checker);
+}
 
 pub struct Outcome {
     pub findings: Vec<Finding>,

@@ -10,11 +10,12 @@ use rayon::prelude::*;
 
 use crate::error::PackError;
 use crate::fsck::{Checker, Finding, Seen, Special};
+use crate::index::checks::{self, RunsChecks};
 use crate::index::first_pass::{scan, PackHeader, ScanOptions, DEFAULT_SPLIT_MIN_BYTES};
 use crate::index::received::Indexed;
 use crate::index::resolve::{resolve, unresolved, Forest, ResolveOptions, ResolveStats};
 use crate::index::table::Table;
-use crate::index::{checks, per_thread_share, thin};
+use crate::index::{per_thread_share, thin};
 use crate::pack::entry_header::{is_delta, ObjectId, OBJ_BLOB};
 use crate::pack::object_id::HashAlgo;
 use crate::pack::source::PackFile;
@@ -185,11 +186,6 @@ impl Indexer {
         crate::trim_heap();
         self.stats.add(stats?);
         Ok(())
-    }
-
-    /// Run Git's object checks on every object as it is hashed.
-    pub fn set_checks(&mut self, check: Checker) {
-        self.check = Some(check);
     }
 
     /// Whether an object failed the checks (resolving then stopped early).
@@ -372,5 +368,16 @@ impl Indexer {
             ("peak_kept_bytes", s.peak_kept),
         ]);
         out
+    }
+}
+
+impl RunsChecks for Indexer {
+    fn algo(&self) -> HashAlgo {
+        Indexer::algo(self)
+    }
+
+    /// Checks run on every object as it is hashed.
+    fn set_checks(&mut self, check: Checker) {
+        self.check = Some(check);
     }
 }

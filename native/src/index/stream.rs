@@ -20,6 +20,7 @@
 
 use crate::error::{PackError, Result};
 use crate::fsck::Checker;
+use crate::index::checks::RunsChecks;
 use crate::index::first_pass::PackHeader;
 use crate::index::received::{Indexed, Recorder};
 use crate::pack::entry_header::{parse_header, HashAlgo, OBJ_OFS_DELTA, OBJ_REF_DELTA};
@@ -27,6 +28,18 @@ use crate::pack::inflate::{deflated_bound, Inflater};
 
 /// Git's input buffer (index-pack's `input_buffer`) before Git 2.55, which made it 128 KiB.
 pub const BUFFER: usize = 4096;
+
+/// How far a stream has come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamCounts {
+    pub entries_read: u32,
+    /// What the pack's header declares.
+    pub entries_declared: u32,
+    /// The bytes the pack so far takes (what is kept of the input).
+    pub bytes_used: u64,
+    /// The bytes Git's reads would have read by now: what its progress shows.
+    pub bytes_git_read: u64,
+}
 /// The most one read asks for ahead of Git's reads: what a pipe holds by default, so a
 /// larger read would get no more from one.
 const AHEAD: u64 = 64 << 10;
@@ -206,28 +219,18 @@ impl PackStream {
         self.over_limit
     }
 
-    /// (entries read, entries the header declares, bytes used, bytes Git's reads had read)
-    pub fn counts(&self) -> (u32, u32, u64, u64) {
-        (
-            self.objects,
-            self.count,
-            self.used,
-            self.git_end.min(self.read),
-        )
+    pub fn counts(&self) -> StreamCounts {
+        StreamCounts {
+            entries_read: self.objects,
+            entries_declared: self.count,
+            bytes_used: self.used,
+            bytes_git_read: self.git_end.min(self.read),
+        }
     }
 
     /// The bytes read past what was used: after the trailer, those past the pack's end.
     pub fn rest(&self) -> &[u8] {
         self.buffered()
-    }
-
-    pub fn algo(&self) -> HashAlgo {
-        self.algo
-    }
-
-    /// Run Git's object checks on every object (set before the first feed).
-    pub fn set_check(&mut self, check: Checker) {
-        self.rec.check = Some(check);
     }
 
     /// The first pass's findings, once the pack is complete (taken once).
@@ -460,6 +463,17 @@ impl PackStream {
                 return Err(PackError::at(offset, "corrupt zlib stream"));
             }
         }
+    }
+}
+
+impl RunsChecks for PackStream {
+    fn algo(&self) -> HashAlgo {
+        self.algo
+    }
+
+    /// Checks run on every object (set before the first feed).
+    fn set_checks(&mut self, check: Checker) {
+        self.rec.check = Some(check);
     }
 }
 

@@ -52,7 +52,8 @@ fn stops_at_the_trailer_and_keeps_what_it_read_past_it() {
     let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
     let read = run(&mut s, &input).unwrap();
     assert!(s.done());
-    let (objects, count, used, _) = s.counts();
+    let c = s.counts();
+    let (objects, count, used) = (c.entries_read, c.entries_declared, c.bytes_used);
     assert_eq!((objects, count, used), (3, 3, p.len() as u64));
     // Every read asked for a whole buffer: the reads end at a multiple of 4096.
     assert_eq!(read, (p.len() as u64).div_ceil(4096) * 4096);
@@ -94,7 +95,7 @@ fn a_base_id_across_the_buffers_end_is_read_whole() {
     input.extend(std::iter::repeat_n(b'j', 9000));
     let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
     let read = run(&mut s, &input).unwrap();
-    assert_eq!(s.counts().2, p.len() as u64);
+    assert_eq!(s.counts().bytes_used, p.len() as u64);
     assert_eq!(read, 4091 + 4096);
     assert_eq!(s.rest(), &input[p.len()..read as usize]);
 }
@@ -103,7 +104,10 @@ fn a_base_id_across_the_buffers_end_is_read_whole() {
 fn a_header_given_is_used_before_the_first_read() {
     let p = pack(&[entry(3, b"hello\n")]);
     let s = PackStream::new(HashAlgo::Sha1, &p[..12], 0, true, 1 << 20, BUFFER).unwrap();
-    assert_eq!((s.want(), s.counts().2, s.counts().3), (BUFFER, 12, 12));
+    assert_eq!(
+        (s.want(), s.counts().bytes_used, s.counts().bytes_git_read),
+        (BUFFER, 12, 12)
+    );
     assert!(s.in_entries());
     let bad = PackStream::new(
         HashAlgo::Sha1,
@@ -309,9 +313,9 @@ fn reading_ahead_ends_where_git_s_reads_end() {
     let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
     let (at, reads) = run_reads(&mut s, &input, usize::MAX).unwrap();
     assert!(s.done());
-    assert_eq!(s.counts().2, p.len() as u64);
+    assert_eq!(s.counts().bytes_used, p.len() as u64);
     let (git, git_reads) = git_reads(&parts, 20, BUFFER as u64);
-    assert_eq!((at, s.counts().3), (git, git));
+    assert_eq!((at, s.counts().bytes_git_read), (git, git));
     assert_eq!(s.rest(), &input[p.len()..at as usize]);
     // Far fewer reads than Git's (read ahead at most 9 bytes an entry left: 54 KB here).
     assert!(reads * 2 < git_reads, "{reads} reads, Git's {git_reads}");
@@ -327,7 +331,7 @@ fn reading_ahead_ends_where_the_reads_of_git_2_55_end() {
     let at = run_reads(&mut s, &input, usize::MAX).unwrap().0;
     assert!(s.done());
     let (git, _) = git_reads(&parts, 20, buffer as u64);
-    assert_eq!((at, s.counts().3), (git, git));
+    assert_eq!((at, s.counts().bytes_git_read), (git, git));
     assert_eq!(s.rest(), &input[p.len()..at as usize]);
 }
 
@@ -337,10 +341,10 @@ fn short_reads_stop_within_a_buffer_past_the_pack() {
     for most in [1, 700, 5000] {
         let mut s = PackStream::new(HashAlgo::Sha1, &[], 0, true, 1 << 20, BUFFER).unwrap();
         let at = run_reads(&mut s, &input, most).unwrap().0;
-        assert_eq!(s.counts().2, p.len() as u64);
+        assert_eq!(s.counts().bytes_used, p.len() as u64);
         let past = at - p.len() as u64;
         assert!(past <= 4096, "read {past} past the pack");
-        assert_eq!(s.counts().3, at);
+        assert_eq!(s.counts().bytes_git_read, at);
         assert_eq!(s.rest(), &input[p.len()..at as usize]);
     }
 }

@@ -70,71 +70,42 @@ pub(crate) fn one_id(algo: HashAlgo, raw: &[u8], what: &str) -> PyResult<ObjectI
 pub(crate) type Col<'py> = Bound<'py, PyBytes>;
 
 /// A source pack as Python describes it to the writer, the object check and the delta
-/// search: every array native-endian and in pack order.
-#[pyclass(get_all, frozen, module = "packorder._native")]
-pub struct PackSource {
+/// search: format/layout.py's `EntryColumns`, read by its attributes, every column
+/// native-endian and in pack order.
+#[derive(FromPyObject)]
+pub struct PackSource<'py> {
     path: PathBuf,
     /// u64 each.
-    offsets: Py<PyBytes>,
+    offsets: Col<'py>,
     /// Where the entries end (the trailer's offset).
     data_end: u64,
     /// u8 each.
-    header_lens: Py<PyBytes>,
+    header_lens: Col<'py>,
     /// The stored types, u8 each.
-    kinds: Py<PyBytes>,
+    kinds: Col<'py>,
     /// u64 each.
-    sizes: Py<PyBytes>,
+    sizes: Col<'py>,
     /// Base positions, -1 for none, i64 each.
-    bases: Py<PyBytes>,
+    bases: Col<'py>,
     /// u32 each, or empty when not known.
-    crcs: Py<PyBytes>,
+    crcs: Col<'py>,
     object_format: String,
-}
-
-#[pymethods]
-impl PackSource {
-    #[new]
-    #[pyo3(signature = (*, path, offsets, data_end, header_lens, kinds, sizes, bases, crcs, object_format))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        path: PathBuf,
-        offsets: Py<PyBytes>,
-        data_end: u64,
-        header_lens: Py<PyBytes>,
-        kinds: Py<PyBytes>,
-        sizes: Py<PyBytes>,
-        bases: Py<PyBytes>,
-        crcs: Py<PyBytes>,
-        object_format: String,
-    ) -> Self {
-        PackSource {
-            path,
-            offsets,
-            data_end,
-            header_lens,
-            kinds,
-            sizes,
-            bases,
-            crcs,
-            object_format,
-        }
-    }
 }
 
 /// Open and check one source pack: columns of one length, offsets ascending within its
 /// entries, delta bases within the pack.
-pub(crate) fn source(py: Python<'_>, args: &PackSource) -> PyResult<PackEntries> {
+pub(crate) fn source(args: &PackSource<'_>) -> PyResult<PackEntries> {
     let path = args.path.clone();
     let data_end = args.data_end;
     let (offsets, header_lens, kinds) = (
-        args.offsets.as_bytes(py),
-        args.header_lens.as_bytes(py),
-        args.kinds.as_bytes(py),
+        args.offsets.as_bytes(),
+        args.header_lens.as_bytes(),
+        args.kinds.as_bytes(),
     );
     let (sizes, bases, crcs) = (
-        args.sizes.as_bytes(py),
-        args.bases.as_bytes(py),
-        args.crcs.as_bytes(py),
+        args.sizes.as_bytes(),
+        args.bases.as_bytes(),
+        args.crcs.as_bytes(),
     );
     let pack = PackFile::open(&path, false, hash_named(&args.object_format)?).map_err(to_py_err)?;
     let e = Entries {

@@ -14,6 +14,7 @@ use crate::pack::object_read::Store;
 use crate::pack::source::PackFile;
 use crate::python::arrays::ids_column;
 use crate::python::arrays::{i64s, u32s, u64s};
+use crate::python::limits::Limits;
 use crate::python::walk::WalkEdges;
 use crate::{to_py_err, PackFormatError};
 
@@ -56,9 +57,10 @@ fn edges_of(graph: &Graph, from_walk: bool) -> Edges {
 /// offsets, where they end, base positions or -1, real types, ids, path-name hashes) and the pack
 /// positions of the commits to give a bitmap; `hash_cache` writes the path-name hashes.
 /// `edges`, the graph the walk recorded, spares reading the pack's commits and trees again
-/// (they are read when it lacks one a bitmap needs).
+/// (they are read when it lacks one a bitmap needs, or is None). It is not optional: a caller
+/// that left it out would pay for that reading without a sign.
 #[pyfunction]
-#[pyo3(signature = (pack_path, offsets, data_end, bases, kinds, oids, name_hashes, selected, checksum, hash_cache, threads, object_limit, edges=None))]
+#[pyo3(signature = (pack_path, offsets, data_end, bases, kinds, oids, name_hashes, selected, checksum, hash_cache, limits, edges))]
 #[allow(clippy::too_many_arguments)]
 pub fn pack_bitmap<'py>(
     py: Python<'py>,
@@ -72,8 +74,7 @@ pub fn pack_bitmap<'py>(
     selected: &[u8],
     checksum: &[u8],
     hash_cache: bool,
-    threads: usize,
-    object_limit: u64,
+    limits: Limits,
     edges: Option<Bound<'py, WalkEdges>>,
 ) -> PyResult<BitmapOutcome> {
     let walk_graph = edges.and_then(|e| e.get().take());
@@ -123,7 +124,7 @@ pub fn pack_bitmap<'py>(
             }
         }
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
+            .num_threads(limits.threads.max(1))
             .build()
             .map_err(|e| crate::error::PackError::at(0, e.to_string()))?;
         let sorted_ids: Vec<_> = order.iter().map(|&i| oids[i as usize]).collect();
@@ -137,7 +138,7 @@ pub fn pack_bitmap<'py>(
                 entries,
             }],
             Vec::new(),
-            object_limit,
+            limits.object_limit,
         )?;
         let objects = Objects {
             algo,

@@ -11,6 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use crate::pack::object_read::{Locator, Store, LOOSE};
 use crate::progress::Progress;
 use crate::python::arrays::{self, bytes_of, i32s, i64s, u32s, u64s, PackSource};
+use crate::python::limits::Limits;
 use crate::to_py_err;
 use crate::write::delta_create;
 use crate::write::delta_search::{search, Candidate, Options};
@@ -91,11 +92,10 @@ impl DeltaSearch {
     /// index), max_depths u32, same_pack u8, ranks u32 (optional: a base may not outrank its
     /// delta). chunks: i64 boundaries from 0 to the count.
     #[new]
-    #[pyo3(signature = (packs, loose, kinds, sizes, sources, positions, max_depths, same_pack, chunks, window, threads, cache_budget, object_limit, ranks=None))]
+    #[pyo3(signature = (packs, loose, kinds, sizes, sources, positions, max_depths, same_pack, chunks, window, limits, ranks=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
-        packs: Vec<PyRef<'_, PackSource>>,
+        packs: Vec<PackSource<'_>>,
         loose: Vec<PathBuf>,
         kinds: &[u8],
         sizes: &[u8],
@@ -105,16 +105,14 @@ impl DeltaSearch {
         same_pack: &[u8],
         chunks: &[u8],
         window: usize,
-        threads: usize,
-        cache_budget: u64,
-        object_limit: u64,
+        limits: Limits,
         ranks: Option<&[u8]>,
     ) -> PyResult<Self> {
         let srcs = packs
             .iter()
-            .map(|s| arrays::source(py, s))
+            .map(arrays::source)
             .collect::<PyResult<Vec<_>>>()?;
-        let store = Store::new(srcs, loose, object_limit).map_err(to_py_err)?;
+        let store = Store::new(srcs, loose, limits.object_limit).map_err(to_py_err)?;
         let sizes = u64s(sizes);
         let sources = i32s(sources);
         let positions = u64s(positions);
@@ -164,9 +162,9 @@ impl DeltaSearch {
             chunks,
             opts: Options {
                 window,
-                cache_budget,
+                cache_budget: limits.budget,
             },
-            threads: threads.max(1),
+            threads: limits.threads.max(1),
         };
         Ok(DeltaSearch {
             progress: Arc::new(Progress::default()),

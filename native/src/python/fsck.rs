@@ -6,7 +6,7 @@ use pyo3::types::PyBytes;
 
 use crate::fsck::rules::{Default, Rules, Severity, MESSAGES};
 use crate::fsck::{Checker, Finding, Special};
-use crate::index::checks;
+use crate::index::checks::{self, RunsChecks};
 use crate::pack::object_id::{concat, ids_of, HashAlgo};
 
 /// Git's fsck message ids in order, each with its default severity ("fatal", "error",
@@ -28,19 +28,33 @@ pub fn fsck_messages() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
-/// The checks as Python's `indexer.fsck.checks` gives them: whether to check each object, to
-/// gather links (the connectivity check), Git's strict rule that no object appears twice; one
-/// severity byte per fsck message (0 ignore, 1 warn, 2 error), the ids never reported on, and
-/// the longest tree entry name allowed.
+/// The checks as Python's `indexer.fsck.checks` gives them (its `Checks`, read by its
+/// attributes): whether to check each object, to gather links (the connectivity check), Git's
+/// strict rule that no object appears twice; one severity byte per fsck message (0 ignore,
+/// 1 warn, 2 error), the ids never reported on, and the longest tree entry name allowed.
 #[derive(FromPyObject)]
-pub(crate) struct CheckOptions(bool, bool, bool, Vec<u8>, Vec<u8>, usize);
+pub(crate) struct CheckOptions {
+    objects: bool,
+    links: bool,
+    strict: bool,
+    severities: Vec<u8>,
+    skip: Vec<u8>,
+    max_tree_entry_len: usize,
+}
 
 impl CheckOptions {
-    /// A checker of objects whose ids are of `algo`.
-    pub(crate) fn checker(&self, algo: HashAlgo) -> PyResult<Checker> {
-        let CheckOptions(objects, links, strict, severities, skip, max_tree_entry_len) = self;
-        let rules = fsck_rules(algo, severities, skip, *max_tree_entry_len)?;
-        Ok(Checker::new(algo, *objects, *links, *strict, rules))
+    /// Have `on` run these checks on every object it hashes.
+    pub(crate) fn install(&self, on: &mut impl RunsChecks) -> PyResult<()> {
+        let algo = on.algo();
+        let rules = fsck_rules(algo, &self.severities, &self.skip, self.max_tree_entry_len)?;
+        on.set_checks(Checker::new(
+            algo,
+            self.objects,
+            self.links,
+            self.strict,
+            rules,
+        ));
+        Ok(())
     }
 }
 

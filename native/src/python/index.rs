@@ -14,6 +14,7 @@ use crate::python::arrays::{bytes_of, hash_named, one_id};
 use crate::python::fsck::{
     findings_to_py, outcome_to_py, special_named, CheckOptions, CheckOutcome,
 };
+use crate::python::limits::Limits;
 use crate::python::stream::PackStream;
 use crate::to_py_err;
 
@@ -68,13 +69,10 @@ impl PackIndexer {
 #[pymethods]
 impl PackIndexer {
     #[new]
-    #[pyo3(signature = (path, threads, budget, object_limit, detect_collisions=true, writable=false, split_min_bytes=None, trace=false, object_format="sha1"))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (path, limits, detect_collisions=true, writable=false, split_min_bytes=None, trace=false, object_format="sha1"))]
     fn new(
         path: PathBuf,
-        threads: usize,
-        budget: u64,
-        object_limit: u64,
+        limits: Limits,
         detect_collisions: bool,
         writable: bool,
         split_min_bytes: Option<u64>,
@@ -83,9 +81,9 @@ impl PackIndexer {
     ) -> PyResult<Self> {
         let algo = hash_named(object_format)?;
         let opts = IndexerOptions {
-            threads,
-            budget,
-            object_limit,
+            threads: limits.threads,
+            budget: limits.budget,
+            object_limit: limits.object_limit,
             detect_collisions,
             writable,
             split_min_bytes,
@@ -129,10 +127,7 @@ impl PackIndexer {
 
     /// Run Git's object checks on every object as it is hashed (python/fsck.rs CheckOptions).
     fn set_checks(&self, checks: CheckOptions) -> PyResult<()> {
-        let mut st = self.lock();
-        let checker = checks.checker(st.algo())?;
-        st.set_checks(checker);
-        Ok(())
+        checks.install(&mut *self.lock())
     }
 
     /// Whether an object failed the checks (resolving then stopped early).

@@ -6,6 +6,7 @@ pub(crate) mod delta;
 pub(crate) mod format;
 pub(crate) mod fsck;
 pub(crate) mod index;
+pub(crate) mod limits;
 pub(crate) mod loose;
 pub(crate) mod object_check;
 pub(crate) mod orders;

@@ -10,6 +10,7 @@ use crate::pack::entry_header::ObjectId;
 use crate::pack::object_read::Store;
 use crate::progress::Progress;
 use crate::python::arrays::{self, ids_column, u64s, PackSource};
+use crate::python::limits::Limits;
 use crate::python::pack_writer::bad_plan;
 use crate::to_py_err;
 use crate::write::object_check::check_objects;
@@ -23,8 +24,7 @@ type CheckJob = (Store, Vec<u64>, Vec<ObjectId>, Vec<u8>);
 pub struct ObjectCheck {
     progress: Arc<Progress>,
     job: Mutex<Option<CheckJob>>,
-    threads: usize,
-    budget: u64,
+    limits: Limits,
 }
 
 #[pymethods]
@@ -32,21 +32,17 @@ impl ObjectCheck {
     /// pack: the new pack; targets: pack positions (u64) in
     /// ascending order; ids: the id planned for each; kinds: each one's type (u8).
     #[new]
-    #[pyo3(signature = (pack, targets, ids, kinds, threads, budget, object_limit))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (pack, targets, ids, kinds, limits))]
     fn new(
-        py: Python<'_>,
-        pack: PyRef<'_, PackSource>,
+        pack: PackSource<'_>,
         targets: &[u8],
         ids: &[u8],
         kinds: &[u8],
-        threads: usize,
-        budget: u64,
-        object_limit: u64,
+        limits: Limits,
     ) -> PyResult<Self> {
-        let source = arrays::source(py, &pack)?;
+        let source = arrays::source(&pack)?;
         let ids = ids_column(source.pack.algo, ids, "check ids")?;
-        let store = Store::new(vec![source], Vec::new(), object_limit).map_err(to_py_err)?;
+        let store = Store::new(vec![source], Vec::new(), limits.object_limit).map_err(to_py_err)?;
         let targets = u64s(targets);
         if ids.len() != targets.len() || kinds.len() != targets.len() {
             return Err(bad_plan("check columns differ in length"));
@@ -54,8 +50,7 @@ impl ObjectCheck {
         Ok(ObjectCheck {
             progress: Arc::new(Progress::default()),
             job: Mutex::new(Some((store, targets, ids, kinds.to_vec()))),
-            threads,
-            budget,
+            limits,
         })
     }
 
@@ -68,7 +63,9 @@ impl ObjectCheck {
         };
         let progress = self.progress.clone();
         progress.start(1, targets.len() as u64);
-        let (threads, budget) = (self.threads, self.budget);
+        let Limits {
+            threads, budget, ..
+        } = self.limits;
         py.detach(|| check_objects(&store, &targets, &ids, &kinds, threads, budget, &progress))
             .map_err(to_py_err)
     }

@@ -13,6 +13,7 @@ use crate::pack::entries::PackEntries;
 use crate::pack::object_read::Store;
 use crate::progress::Progress;
 use crate::python::arrays::{self, bytes_of, i64s, ids_column, u32s, u64s, Col, PackSource};
+use crate::python::limits::Limits;
 use crate::to_py_err;
 use crate::write::pack_writer::{write_pack, Plan};
 
@@ -45,13 +46,12 @@ pub struct PackWriter {
 impl PackWriter {
     /// sources: the packs the plan copies from. Plan columns: how u8, src u32, pos
     /// u64, base i64, kinds u8, oids (ids of `object_format`); loose: paths; new_deltas: bytes
-    /// each; threads: how many compress the entries the plan produces.
+    /// each; limits.threads: how many compress the entries the plan produces.
     #[new]
-    #[pyo3(signature = (sources, how, src, pos, base, kinds, oids, loose, new_deltas, ref_delta, level, object_limit, threads, object_format="sha1"))]
+    #[pyo3(signature = (sources, how, src, pos, base, kinds, oids, loose, new_deltas, ref_delta, level, limits, object_format="sha1"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
-        sources: Vec<PyRef<'_, PackSource>>,
+        sources: Vec<PackSource<'_>>,
         how: &[u8],
         src: &[u8],
         pos: &[u8],
@@ -62,14 +62,13 @@ impl PackWriter {
         new_deltas: Vec<Col<'_>>,
         ref_delta: bool,
         level: u32,
-        object_limit: u64,
-        threads: usize,
+        limits: Limits,
         object_format: &str,
     ) -> PyResult<Self> {
         let algo = arrays::hash_named(object_format)?;
         let srcs = sources
             .iter()
-            .map(|s| arrays::source(py, s))
+            .map(arrays::source)
             .collect::<PyResult<Vec<PackEntries>>>()?;
         let plan = Plan {
             how: how.to_vec(),
@@ -83,7 +82,7 @@ impl PackWriter {
             new_deltas: new_deltas.iter().map(|d| d.as_bytes().to_vec()).collect(),
             ref_delta,
             level,
-            object_limit,
+            object_limit: limits.object_limit,
         };
         let n = plan.how.len();
         if [
@@ -115,11 +114,11 @@ impl PackWriter {
                 return Err(bad_plan(&format!("entry {i} refers to nothing")));
             }
         }
-        let store = Store::new(srcs, Vec::new(), object_limit).map_err(to_py_err)?;
+        let store = Store::new(srcs, Vec::new(), limits.object_limit).map_err(to_py_err)?;
         Ok(PackWriter {
             progress: Arc::new(Progress::default()),
             job: Mutex::new(Some((store, plan))),
-            threads: threads.max(1),
+            threads: limits.threads.max(1),
         })
     }
 

@@ -12,6 +12,15 @@ use crate::python::arrays::hash_named;
 use crate::python::fsck::CheckOptions;
 use crate::to_py_err;
 
+/// index/stream.rs's `StreamCounts` (what each count is), as Python reads it.
+#[pyclass(get_all, frozen, module = "packorder._native")]
+pub(crate) struct StreamCounts {
+    entries_read: u32,
+    entries_declared: u32,
+    bytes_used: u64,
+    bytes_git_read: u64,
+}
+
 #[pyclass(frozen, module = "packorder._native")]
 pub(crate) struct PackStream(Mutex<stream::PackStream>);
 
@@ -65,10 +74,7 @@ impl PackStream {
 
     /// Run Git's object checks on every object, as PackIndexer.set_checks.
     fn set_checks(&self, checks: CheckOptions) -> PyResult<()> {
-        let mut parser = self.parser();
-        let checker = checks.checker(parser.algo())?;
-        parser.set_check(checker);
-        Ok(())
+        checks.install(&mut *self.parser())
     }
 
     /// How many bytes to read next (the rest of Git's read, or more within the pack), 0 once
@@ -113,9 +119,20 @@ impl PackStream {
         self.parser().over_limit()
     }
 
-    /// (entries read, entries the header declares, bytes used, bytes Git's reads had read).
-    fn counts(&self) -> (u32, u32, u64, u64) {
-        self.parser().counts()
+    /// How far it has come, the four counts read at once.
+    fn counts(&self) -> StreamCounts {
+        let stream::StreamCounts {
+            entries_read,
+            entries_declared,
+            bytes_used,
+            bytes_git_read,
+        } = self.parser().counts();
+        StreamCounts {
+            entries_read,
+            entries_declared,
+            bytes_used,
+            bytes_git_read,
+        }
     }
 
     /// The bytes read and not used: once the pack is complete, those past its end.

@@ -12,6 +12,7 @@ use crate::error::PackError;
 use crate::pack::entry_header::{HashAlgo, ObjectId};
 use crate::progress::Progress;
 use crate::python::arrays::{bytes_of, hash_named, ids_column, one_id};
+use crate::python::limits::Limits;
 use crate::to_py_err;
 use crate::walk::edges::WalkGraph;
 use crate::walk::index_file::{index_roots, IndexRoots};
@@ -27,8 +28,7 @@ struct Job {
     commits: Vec<ObjectId>,
     roots: Vec<Root>,
     opts: WalkOptions,
-    cache_budget: u64,
-    object_limit: u64,
+    limits: Limits,
     algo: HashAlgo,
 }
 
@@ -47,10 +47,10 @@ impl ObjectWalker {
     /// with loose_paths; commits: the starting commits in Git's order; roots:
     /// [(id, path or None)] that are not commits, in order; index_files: the worktrees'
     /// indexes, in Git's order (read here); shallow: sorted ids whose parents are not walked;
-    /// threads: 2 or more walks on that many cores, from parallel_from objects, run_items
+    /// limits.threads: 2 or more walks on that many cores, from parallel_from objects, run_items
     /// items at a time; record_edges: keep the commit and tree graph, for a bitmap.
     #[new]
-    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, cache_budget, object_limit, threads=1, parallel_from=PARALLEL_FROM, run_items=RUN_ITEMS, object_format="sha1", record_edges=false))]
+    #[pyo3(signature = (packs, loose_ids, loose_paths, commits, roots, index_files, in_commit_order, missing_ok, shallow, limits, parallel_from=PARALLEL_FROM, run_items=RUN_ITEMS, object_format="sha1", record_edges=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         packs: Vec<PathBuf>,
@@ -62,9 +62,7 @@ impl ObjectWalker {
         in_commit_order: bool,
         missing_ok: bool,
         shallow: &[u8],
-        cache_budget: u64,
-        object_limit: u64,
-        threads: usize,
+        limits: Limits,
         parallel_from: usize,
         run_items: usize,
         object_format: &str,
@@ -102,13 +100,12 @@ impl ObjectWalker {
                 in_commit_order,
                 missing_ok,
                 shallow: ids_column(algo, shallow, "shallow commits")?,
-                threads,
+                threads: limits.threads,
                 parallel_from,
                 run_items,
                 record_edges,
             },
-            cache_budget,
-            object_limit,
+            limits,
             algo,
         };
         Ok(ObjectWalker {
@@ -134,8 +131,8 @@ impl ObjectWalker {
                 let mut db = ObjectDb::open(
                     &job.packs,
                     loose,
-                    job.cache_budget,
-                    job.object_limit,
+                    job.limits.budget,
+                    job.limits.object_limit,
                     job.algo,
                 )?;
                 let walked = walk(&mut db, &job.commits, &job.roots, &job.opts, &progress)?;
