@@ -44,7 +44,7 @@ if walk in ("native", "graph"):
         snap.git_dir, packs, loose, promisor, ico, config, no_fallback, record_graph=walk == "graph"
     )
 else:
-    w = rev_list.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if ico else ())
+    w = rev_list.GitObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if ico else ())
 ids, hashes, missing = w.result()
 print(len(ids) // snap.fmt.rawsz, hashlib.sha1(ids + hashes).hexdigest())
 """

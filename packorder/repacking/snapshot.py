@@ -19,7 +19,7 @@ from packorder.repacking import lock as lock_mod
 from packorder.repacking import recovery
 from packorder.store.listing import Listing, repository_dir
 from packorder.walk import native as native_walk
-from packorder.walk.rev_list import UNRELEASED, HeadWalk, ObjectWalk, TagTips, object_walk
+from packorder.walk.rev_list import UNRELEASED, GitObjectWalk, HeadWalk, TagTips, object_walk
 
 
 class Snapshot(Listing):
@@ -30,13 +30,13 @@ class Snapshot(Listing):
         super().__init__(git_dir, config, object_formats.named(config.object_format))
         self.locked = locked
         self.lock: lock_mod.RepositoryLock | None = None
-        self.walk: ObjectWalk | native_walk.NativeWalk | None = None
+        self.walk: GitObjectWalk | native_walk.NativeWalk | None = None
         self.tags: TagTips | None = None
         # For the orders that place objects by where they sit in history: the walk in commit
         # order (the main walk itself, made --in-commit-order) and the walk of unreleased
         # history, run beside it on the other core.
-        self.intro_walk: ObjectWalk | native_walk.NativeWalk | None = None
-        self.unreleased_walk: ObjectWalk | None = None
+        self.intro_walk: GitObjectWalk | native_walk.NativeWalk | None = None
+        self.unreleased_walk: GitObjectWalk | None = None
         self.head_walk: HeadWalk | None = None  # HEAD's commits, for the `paths` order
         self.order = DEFAULT_ORDER  # the order whose walks were started
         self.warnings: list[str] = []  # what taking it warned about (a lock taken over, leftovers)
@@ -55,14 +55,14 @@ class Snapshot(Listing):
             self.lock.release()
             self.lock = None
 
-    def take_history_walks(self) -> tuple[ObjectWalk | None, ObjectWalk | None, HeadWalk | None]:
+    def take_history_walks(self) -> tuple[GitObjectWalk | None, GitObjectWalk | None, HeadWalk | None]:
         """The `--in-commit-order` walk, the walk of unreleased history and the walk of HEAD's
         commits, if they were started, handed over once."""
         walks = (self.intro_walk, self.unreleased_walk, self.head_walk)
         self.intro_walk = self.unreleased_walk = self.head_walk = None
         return walks
 
-    def take_walk(self) -> tuple[ObjectWalk, TagTips]:
+    def take_walk(self) -> tuple[GitObjectWalk, TagTips]:
         """The walk and tag listing started with the snapshot, handed over once."""
         if self.walk is None or self.tags is None:
             raise RuntimeError("the snapshot's walk was already used")
@@ -89,7 +89,7 @@ def _may_write_bitmap(snap: Snapshot, bitmap: bool | None, promisor: bool) -> bo
 
 def _main_walk(
     snap: Snapshot, promisor: bool, in_commit_order: bool, record_graph: bool
-) -> ObjectWalk | native_walk.NativeWalk:
+) -> GitObjectWalk | native_walk.NativeWalk:
     """The walk of every reachable object, over the snapshot's listing; ours records the
     commit and tree graph with `record_graph`, for the bitmap."""
     return object_walk(
@@ -141,7 +141,7 @@ def take(
         if needs.needs_intro:
             snap.intro_walk = snap.walk
         if needs.needs_unreleased:
-            snap.unreleased_walk = ObjectWalk(snap.git_dir, snap.fmt, missing_ok=promisor, revs=UNRELEASED)
+            snap.unreleased_walk = GitObjectWalk(snap.git_dir, snap.fmt, missing_ok=promisor, revs=UNRELEASED)
         if needs.needs_head:
             snap.head_walk = HeadWalk(snap.git_dir, snap.fmt)
     except BaseException:

@@ -37,7 +37,7 @@ class ObjectHistory:
 
 
 # The snapshot's walks for object_history: in commit order, of unreleased history, of HEAD.
-HistoryWalks = tuple[rev_list.ObjectWalk | None, rev_list.ObjectWalk | None, rev_list.HeadWalk | None]
+HistoryWalks = tuple[rev_list.GitObjectWalk | None, rev_list.GitObjectWalk | None, rev_list.HeadWalk | None]
 
 
 def object_history(
@@ -71,12 +71,14 @@ def object_history(
     )
 
 
-def unreleased_objects(repo: Repository, table: ObjectTable, walk: rev_list.ObjectWalk | None = None) -> np.ndarray:
+def unreleased_objects(repo: Repository, table: ObjectTable, walk: rev_list.GitObjectWalk | None = None) -> np.ndarray:
     """Which objects of `table` are reachable from HEAD (the default branch) but from no tag
     (`git rev-list --objects HEAD --not --tags`): what a fetch from the last release asks for.
     Nothing when HEAD is unborn."""
     if walk is None:
-        walk = rev_list.ObjectWalk(repo.git_dir, repo.fmt, missing_ok=repo.has_promisor_packs, revs=rev_list.UNRELEASED)
+        walk = rev_list.GitObjectWalk(
+            repo.git_dir, repo.fmt, missing_ok=repo.has_promisor_packs, revs=rev_list.UNRELEASED
+        )
     try:
         oids, _, _ = walked(walk, repo.fmt)
     finally:
@@ -86,7 +88,7 @@ def unreleased_objects(repo: Repository, table: ObjectTable, walk: rev_list.Obje
     return lookup(sort_keys(keys(oids)), keys(table.oids)) >= 0
 
 
-def introducing_commits(repo: Repository, table: ObjectTable, walk: rev_list.ObjectWalk | None = None) -> np.ndarray:
+def introducing_commits(repo: Repository, table: ObjectTable, walk: rev_list.GitObjectWalk | None = None) -> np.ndarray:
     """For each object of `table`, the table index of the commit that first refers to it in
     the walk in commit order (ours or `rev-list --objects --in-commit-order`: the same), or
     -1 (tags, index entries, and unreachable objects)."""

@@ -141,7 +141,7 @@ def graft_roots(git_dir: Path) -> list[str]:
 
 class NativeWalk:
     """The walk of every reachable object, run natively in a thread (the GIL released) while
-    the caller goes on; `result()` as ObjectWalk's.
+    the caller goes on; `result()` as GitObjectWalk's.
 
     It reads the objects listed before it started. A push that lands between the listing and
     Git's reading of the refs names objects the listing lacks: the walk cannot follow them,

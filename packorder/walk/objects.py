@@ -25,7 +25,7 @@ from packorder.walk import rev_list
 class StartedWalk(Protocol):
     """A walk started early, beside other work (a repack's snapshot, repacking/snapshot.py)."""
 
-    def take_walk(self) -> tuple[rev_list.ObjectWalk | native_walk.NativeWalk, rev_list.TagTips]: ...
+    def take_walk(self) -> tuple[rev_list.GitObjectWalk | native_walk.NativeWalk, rev_list.TagTips]: ...
 
 
 @dataclass
@@ -63,7 +63,7 @@ class ObjectTable:
         return replace(self, **{name: a[rows] for name, a in arrays.items() if isinstance(a, np.ndarray)})
 
 
-def walk_of(repo: Repository, in_commit_order: bool) -> rev_list.ObjectWalk | native_walk.NativeWalk:
+def walk_of(repo: Repository, in_commit_order: bool) -> rev_list.GitObjectWalk | native_walk.NativeWalk:
     """The walk a repack would take (`packorder.walk`), over what `repo` lists."""
     loose = [(bytes(oid), path) for oid, path in zip(repo.loose.oids, repo.loose.paths, strict=True)]
     packs = [p.path for p in repo.packs]
@@ -76,7 +76,7 @@ def walk_of(repo: Repository, in_commit_order: bool) -> rev_list.ObjectWalk | na
 PATH_NAMES = np.dtype([("v1", np.uint32), ("v2", np.uint32), ("path", np.uint64)])
 
 
-def walked(walk: rev_list.ObjectWalk, fmt: ObjectFormat) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+def walked(walk: rev_list.GitObjectWalk, fmt: ObjectFormat) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
     """The walk's ids, the hashes of their paths (PATH_NAMES records) and the missing ids."""
     result = walk.result()
     names = np.zeros(len(result.name_hashes) // 4, dtype=PATH_NAMES)
@@ -125,7 +125,7 @@ def _present_in(packs: list[PackSource], want: np.ndarray) -> np.ndarray:
 
 def _enumerate(
     repo: Repository,
-    walk: rev_list.ObjectWalk,
+    walk: rev_list.GitObjectWalk,
     tags: rev_list.TagTips,
     local: bool,
     unreachable: bool,

@@ -26,7 +26,7 @@ IN_COMMIT_ORDER = ("--in-commit-order",)
 UNRELEASED = ("--ignore-missing", "HEAD", "--not", "--tags")
 
 
-class ObjectWalk:
+class GitObjectWalk:
     """`git rev-list --objects` of everything, read and parsed natively (without the GIL) in a
     thread as it streams, so the caller can do other work meanwhile. Reading it from Python
     stalled Git on a full pipe whenever imports held the GIL."""
@@ -195,15 +195,15 @@ def object_walk(
     promisor: bool,
     in_commit_order: bool,
     record_graph: bool = False,
-) -> ObjectWalk | native_walk.NativeWalk:
+) -> GitObjectWalk | native_walk.NativeWalk:
     """The walk of every reachable object over `packs` and `loose` (alternates' included):
     `packorder.walk` chooses Git's or ours."""
     choice = config.get("packorder.walk") or "native"
     if choice not in native_walk.WALKS:
         raise UsageError(f"packorder.walk is {choice!r}: it is one of {', '.join(native_walk.WALKS)}")
 
-    def gits() -> ObjectWalk:
-        return ObjectWalk(git_dir, fmt, missing_ok=promisor, extra=IN_COMMIT_ORDER if in_commit_order else ())
+    def gits() -> GitObjectWalk:
+        return GitObjectWalk(git_dir, fmt, missing_ok=promisor, extra=IN_COMMIT_ORDER if in_commit_order else ())
 
     if choice == "native":
         walk = native_walk.start(

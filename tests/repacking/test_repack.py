@@ -304,7 +304,7 @@ def test_a_push_the_walk_sees_but_the_listing_does_not_stays_where_it_is(work: P
     walk, tags = start.take_walk()
     walk.stop()
     tags.stop()
-    start.walk = rev_list.ObjectWalk(start.git_dir, start.fmt, missing_ok=False)
+    start.walk = rev_list.GitObjectWalk(start.git_dir, start.fmt, missing_ok=False)
     start.tags = rev_list.TagTips(start.git_dir)
     result = packorder.repack(work, cruft_expiration="now", start=start)
     assert new_pack.exists() and new_pack not in result.removed_packs
@@ -573,13 +573,13 @@ def test_history_orders_walk_once_and_write_the_pack_of_separate_walks(
     git(work, "config", "packorder.walk", "git")
     walks: list[tuple[str, ...]] = []
 
-    class Counted(rev_list.ObjectWalk):
+    class Counted(rev_list.GitObjectWalk):
         def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
             super().__init__(*args, **kwargs)
             walks.append(tuple(self.proc.args[5:]))  # type: ignore[index]
 
-    monkeypatch.setattr(snapshot, "ObjectWalk", Counted)
-    monkeypatch.setattr(rev_list, "ObjectWalk", Counted)
+    monkeypatch.setattr(snapshot, "GitObjectWalk", Counted)
+    monkeypatch.setattr(rev_list, "GitObjectWalk", Counted)
     one, separate = tmp_path / "one", tmp_path / "separate"
     a = packorder.repack(work, order=order, output_dir=one, verify="crc")
     spec = ORDERS[order]

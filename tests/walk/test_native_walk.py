@@ -39,7 +39,7 @@ def walks(
     loose = snap.loose + snap.foreign_loose
     ours = native_walk.start(snap.git_dir, packs, loose, promisor, in_commit_order, config, no_fallback, **ahead)
     assert ours is not None
-    theirs = rev_list.ObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if in_commit_order else ())
+    theirs = rev_list.GitObjectWalk(snap.git_dir, snap.fmt, promisor, ("--in-commit-order",) if in_commit_order else ())
 
     def split(r: native_walk.Walked) -> tuple[bytes, bytes, bytes, bytes, set[bytes]]:
         return r.ids, r.name_hashes, r.name_hashes_v2, r.path_hashes, set(snap.fmt.split(r.missing))
@@ -352,10 +352,10 @@ def test_objects_pushed_after_the_listing_make_it_gits_walk(tmp_path: Path, miss
     snap = list_repository(repo.git_dir)
     repo.write("pushed.txt", "pushed after the listing\n")
     repo.commit("pushed")
-    gits: list[rev_list.ObjectWalk] = []
+    gits: list[rev_list.GitObjectWalk] = []
 
-    def fallback() -> rev_list.ObjectWalk:
-        gits.append(rev_list.ObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok))
+    def fallback() -> rev_list.GitObjectWalk:
+        gits.append(rev_list.GitObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok))
         return gits[-1]
 
     config = gitcmd.read_config(snap.git_dir)
@@ -363,7 +363,7 @@ def test_objects_pushed_after_the_listing_make_it_gits_walk(tmp_path: Path, miss
     assert walk is not None
     ours = walk.result()
     assert len(gits) == 1
-    assert ours == rev_list.ObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok).result()
+    assert ours == rev_list.GitObjectWalk(snap.git_dir, snap.fmt, missing_ok=missing_ok).result()
     pushed = bytes.fromhex(repo.run("rev-parse", "HEAD").decode().strip())
     assert pushed in snap.fmt.split(ours.ids)
 

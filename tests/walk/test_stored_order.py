@@ -87,7 +87,7 @@ def test_triage_runs_no_walk(layered: Repo, monkeypatch: pytest.MonkeyPatch) -> 
         raise AssertionError("triage walked history")
 
     monkeypatch.setattr(rev_list, "object_walk", refused)  # ours or Git's, whichever is configured
-    monkeypatch.setattr(rev_list.ObjectWalk, "__init__", refused)
+    monkeypatch.setattr(rev_list.GitObjectWalk, "__init__", refused)
     t = triage(layered.git_dir)
     assert t.error is None
     assert t.share_now is not None and t.share_after is not None
