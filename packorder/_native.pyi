@@ -15,10 +15,6 @@ from packorder.settings import Limits
 _StrPath: TypeAlias = str | os.PathLike[str]
 # (phase, done, total) of a job; the phases are the PHASE_* constants (4: the delta search).
 _Progress: TypeAlias = tuple[int, int, int]
-# What set_checks takes (packorder.indexer.fsck.checks): check each object, gather links,
-# strict, one severity byte per fsck message, ids never reported on, longest tree entry name.
-# (id, [(level, text)], fatal line or None).
-_Finding: TypeAlias = tuple[bytes, list[tuple[int, str]], str | None]
 
 __all__ = [
     "PHASE_CHECKSUM",
@@ -31,6 +27,7 @@ __all__ = [
     "DeltaSearch",
     "EntryHeaders",
     "FileChecksum",
+    "Finding",
     "FoundDeltas",
     "IndexTable",
     "IndexedEntries",
@@ -91,8 +88,14 @@ class BitmapOutcome:
     graph_from_walk: Final[bool]
 
 @final
+class Finding:
+    id: Final[bytes]
+    lines: Final[list[tuple[int, str]]]  # (level, text) as Git prints them
+    fatal: Final[str | None]  # the line Git dies with, if this fails the pack
+
+@final
 class CheckOutcome:
-    findings: Final[list[_Finding]]
+    findings: Final[list[Finding]]
     foreign_ids: Final[bytes]
     foreign_kinds: Final[bytes]
     outside: Final[list[tuple[bytes, str]]]
@@ -168,7 +171,7 @@ class PackIndexer:
     def set_checks(self, checks: Checks) -> None: ...
     def checks_failed(self) -> bool: ...
     def finish_checks(self) -> CheckOutcome: ...
-    def check_special_blob(self, id: bytes, special: str, kind: int | None, data: bytes) -> list[_Finding]: ...
+    def check_special_blob(self, id: bytes, special: str, kind: int | None, data: bytes) -> list[Finding]: ...
     def record_shape(self) -> None: ...
     def delta_shape(self) -> tuple[bytes, bytes]: ...
     def unresolved_offsets(self) -> list[int]: ...

@@ -105,6 +105,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<python::index::IndexTable>()?;
     m.add_class::<python::index::IndexedEntries>()?;
     m.add_class::<python::fsck::CheckOutcome>()?;
+    m.add_class::<python::fsck::PyFinding>()?;
     m.add_class::<python::format::EntryHeaders>()?;
     m.add_function(wrap_pyfunction!(python::bitmap::pack_bitmap, m)?)?;
     m.add_function(wrap_pyfunction!(python::loose::loose_header, m)?)?;

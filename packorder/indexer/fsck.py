@@ -136,26 +136,25 @@ def checks(
 _WARNING, _ERROR = 0, 1  # the levels of native/src/fsck/report.rs; the third is a plain error
 
 
-def _lines(finding: tuple) -> list[str]:
-    oid, lines, _ = finding
+def _lines(finding: _native.Finding) -> list[str]:
+    oid = finding.id
     return [
         f"warning: object {oid.hex()}: {text}"
         if level == _WARNING
         else f"error: object {oid.hex()}: {text}"
         if level == _ERROR
         else f"error: {text}"
-        for level, text in lines
+        for level, text in finding.lines
     ]
 
 
-def _settle(findings: list[tuple], printed: list[str]) -> None:
+def _settle(findings: list[_native.Finding], printed: list[str]) -> None:
     """Print-ready lines of `findings` (in pack order) into `printed`; raise at the first that
     fails the pack, as Git dies at it."""
     for finding in findings:
         printed.extend(_lines(finding))
-        fatal = finding[2]
-        if fatal is not None:
-            raise FsckError(fatal, printed)
+        if finding.fatal is not None:
+            raise FsckError(finding.fatal, printed)
 
 
 def finish(native, run_checks: Checks, git_dir: Path | None, fmt: ObjectFormat, promised: bool = False) -> Outcome:

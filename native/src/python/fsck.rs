@@ -100,24 +100,35 @@ fn special_name(s: Special) -> &'static str {
         .map_or("", |&(_, n)| n)
 }
 
-type PyFinding<'py> = (Bound<'py, PyBytes>, Vec<(u8, String)>, Option<String>);
+/// What the checks said of one object.
+#[pyclass(name = "Finding", get_all, frozen, module = "packorder._native")]
+pub struct PyFinding {
+    id: Py<PyBytes>,
+    /// (level, text) as Git prints them; levels as in fsck::report.
+    lines: Vec<(u8, String)>,
+    /// The line Git dies with, if this finding fails the pack.
+    fatal: Option<String>,
+}
 
-/// Findings as (id, [(level, text)], fatal line or None); levels as in fsck::report.
 pub(crate) fn findings_to_py(
     py: Python<'_>,
     findings: Vec<Finding>,
-) -> Bound<'_, pyo3::types::PyList> {
-    let rows: Vec<PyFinding<'_>> = findings
+) -> PyResult<Bound<'_, pyo3::types::PyList>> {
+    let rows: Vec<PyFinding> = findings
         .into_iter()
-        .map(|f| (PyBytes::new(py, &f.id), f.lines, f.fatal))
+        .map(|f| PyFinding {
+            id: PyBytes::new(py, &f.id).unbind(),
+            lines: f.lines,
+            fatal: f.fatal,
+        })
         .collect();
-    pyo3::types::PyList::new(py, rows).expect("a list of tuples")
+    pyo3::types::PyList::new(py, rows)
 }
 
 /// What the object checks found once they end.
 #[pyclass(get_all, frozen, module = "packorder._native")]
 pub struct CheckOutcome {
-    /// One (id, [(level, text)], fatal line or None) per object a check spoke of.
+    /// One Finding per object a check spoke of.
     findings: Py<pyo3::types::PyList>,
     /// Ids of linked objects the pack lacks, one after another.
     foreign_ids: Py<PyBytes>,
@@ -137,7 +148,7 @@ pub(crate) fn outcome_to_py(py: Python<'_>, out: checks::Outcome) -> PyResult<Ch
         .map(|(id, s)| (PyBytes::new(py, id), special_name(*s)))
         .collect();
     Ok(CheckOutcome {
-        findings: findings_to_py(py, out.findings).unbind(),
+        findings: findings_to_py(py, out.findings)?.unbind(),
         foreign_ids: PyBytes::new(py, &ids).unbind(),
         foreign_kinds: PyBytes::new(py, &kinds).unbind(),
         outside: pyo3::types::PyList::new(py, outside)?.unbind(),

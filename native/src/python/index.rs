@@ -159,7 +159,7 @@ impl PackIndexer {
         let findings = st
             .check_special_blob(&id, special, kind, data)
             .map_err(step_err)?;
-        Ok(findings_to_py(py, findings))
+        findings_to_py(py, findings)
     }
 
     /// Record each delta's base from the next resolve on (for --verify-stat).
