@@ -27,13 +27,12 @@ from packorder.format.pack import OBJ_COMMIT, OBJ_TAG, OBJ_TREE
 from packorder.native_call import run_job
 from packorder.orders.catalog import CATALOG
 from packorder.repacking.geometry import Geometry
-from packorder.settings import Limits, delta_base_cache_limit, physical_memory
 from packorder.store.object_ids import first_copies, id_order, keys, lookup, sort_keys
 from packorder.store.promisor import check_promised
 from packorder.store.repository import LOOSE, PackSource, Repository, id_rows, object_kinds
 from packorder.walk import head_side as head_side_mod
 from packorder.walk.history import ObjectHistory, introducing_commits
-from packorder.walk.native import WALK_CACHE, Walked, shallow_commits
+from packorder.walk.native import Walked, shallow_commits, walk_limits
 from packorder.walk.objects import ObjectTable
 from packorder.walk.rev_list import TagTips
 
@@ -179,7 +178,7 @@ def _walk(
         in_commit_order,
         True,
         shallow_commits(repo.git_dir),
-        Limits(threads, min(WALK_CACHE, delta_base_cache_limit(repo.config)), physical_memory()),
+        walk_limits(repo.config, threads),
         object_format=repo.fmt.name,
     )
     return run_job(walker, title="Counting objects").walked

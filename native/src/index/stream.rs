@@ -28,18 +28,6 @@ use crate::pack::inflate::{deflated_bound, Inflater};
 
 /// Git's input buffer (index-pack's `input_buffer`) before Git 2.55, which made it 128 KiB.
 pub const BUFFER: usize = 4096;
-
-/// How far a stream has come.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StreamCounts {
-    pub entries_read: u32,
-    /// What the pack's header declares.
-    pub entries_declared: u32,
-    /// The bytes the pack so far takes (what is kept of the input).
-    pub bytes_used: u64,
-    /// The bytes Git's reads would have read by now: what its progress shows.
-    pub bytes_git_read: u64,
-}
 /// The most one read asks for ahead of Git's reads: what a pipe holds by default, so a
 /// larger read would get no more from one.
 const AHEAD: u64 = 64 << 10;
@@ -57,6 +45,18 @@ const SCRATCH: usize = 64 << 10;
 /// buffer).
 const WHOLE_RATIO: u64 = 8;
 const WHOLE_LIMIT: u64 = 4 << 20;
+
+/// How far a stream has come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamCounts {
+    pub entries_read: u32,
+    /// What the pack's header declares.
+    pub entries_declared: u32,
+    /// The bytes the pack so far takes (what is kept of the input).
+    pub bytes_used: u64,
+    /// The bytes Git's reads would have read by now: what its progress shows.
+    pub bytes_git_read: u64,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {

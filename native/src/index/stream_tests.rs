@@ -53,8 +53,10 @@ fn stops_at_the_trailer_and_keeps_what_it_read_past_it() {
     let read = run(&mut s, &input).unwrap();
     assert!(s.done());
     let c = s.counts();
-    let (objects, count, used) = (c.entries_read, c.entries_declared, c.bytes_used);
-    assert_eq!((objects, count, used), (3, 3, p.len() as u64));
+    assert_eq!(
+        (c.entries_read, c.entries_declared, c.bytes_used),
+        (3, 3, p.len() as u64)
+    );
     // Every read asked for a whole buffer: the reads end at a multiple of 4096.
     assert_eq!(read, (p.len() as u64).div_ceil(4096) * 4096);
     assert_eq!(s.rest(), &input[p.len()..read as usize]);
