@@ -47,15 +47,13 @@ class Walk(Protocol):
 # take the same time within the noise (3.4-4.9 s), peak RSS 166, 177 and 294 MiB: a tree's
 # base is nearly always the version the walk met just before.
 WALK_CACHE = 16 << 20
+_HEX_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # an id of either hash
 
 
 def walk_limits(config: gitcmd.Config, threads: int) -> Limits:
     """What a walk may use: `threads`, the walk's cache (core.deltaBaseCacheLimit if lower),
     objects as large as the machine's memory."""
     return Limits(threads, min(WALK_CACHE, delta_base_cache_limit(config)), physical_memory())
-
-
-_HEX_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # an id of either hash
 
 
 def index_files(git_dir: Path) -> list[Path]:
